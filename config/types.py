@@ -1,4 +1,4 @@
-"""Reusable, validated domain types for config sections (one place, so every section accepts the same forms)."""
+"""Reusable, validated domain types for config sections, so every section accepts the same forms."""
 
 import ipaddress
 import re
@@ -34,14 +34,14 @@ KubernetesVersion = Annotated[str, StringConstraints(pattern=r"^1\.\d{2}$")]
 SemVer = Annotated[str, StringConstraints(pattern=r"^\d+\.\d+\.\d+$")]
 """A release version `X.Y.Z` without a `v` prefix."""
 
-KubernetesName = Annotated[
-    str, StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)
-]
+KubernetesName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)]
 """A DNS-1123 label: namespaces, release and pool names."""
 
-Quantity = Annotated[
-    str, StringConstraints(pattern=r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$")
-]
+_QUANTITY = (
+    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
+    r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+)
+Quantity = Annotated[str, StringConstraints(pattern=_QUANTITY)]
 """A Kubernetes resource quantity such as `256`, `1Ti` or `500m`."""
 
 GoDuration = Annotated[str, StringConstraints(pattern=r"^([0-9]+(s|m|h))+$")]

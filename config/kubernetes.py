@@ -1,0 +1,31 @@
+"""Kubernetes shapes that several config sections share."""
+
+from typing import Literal
+
+from pydantic import Field
+
+from config.base import ConfigModel
+
+_QUALIFIED_NAME = (
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+)
+TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+class Taint(ConfigModel):
+    """A node taint, as Karpenter puts it on the nodes of a pool."""
+
+    key: str = Field(pattern=_QUALIFIED_NAME, max_length=316)
+    value: str | None = Field(default=None, max_length=63)
+    effect: TaintEffect = "NoSchedule"
+
+    def toleration(self) -> dict[str, str]:
+        """The pod toleration (Kubernetes API shape) that tolerates exactly this taint."""
+        if self.value is None:
+            return {"key": self.key, "operator": "Exists", "effect": self.effect}
+        return {"key": self.key, "operator": "Equal", "value": self.value, "effect": self.effect}
+
+
+GPU_TAINT = Taint(key="nvidia.com/gpu", value="true", effect="NoSchedule")
+"""The taint every GPU pool carries unless its config says otherwise."""
