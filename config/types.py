@@ -1,51 +1,101 @@
-"""Reusable, validated domain types for config sections, so every section accepts the same forms."""
+"""Reusable, validated domain types for config sections, so every section accepts the same forms.
+
+Each type carries a human description: a value that does not fit is refused with "must be <description>",
+which the loader turns into a message naming the config key.
+"""
 
 import ipaddress
 import re
+from collections.abc import Callable
 from typing import Annotated
 
-from pydantic import AfterValidator, Field, StringConstraints
+from pydantic import AfterValidator, Field
 
 
-def _check_cidr(value: str) -> str:
+def _matching(pattern: str, description: str) -> Callable[[str], str]:
+    compiled = re.compile(pattern)
+
+    def check(value: str) -> str:
+        if not compiled.fullmatch(value):
+            raise ValueError(f"must be {description}")
+        return value
+
+    return check
+
+
+def _check_vpc_cidr(value: str) -> str:
     try:
         network = ipaddress.IPv4Network(value, strict=True)
     except ValueError as exc:
         raise ValueError(f"must be an IPv4 network in CIDR form such as 10.20.0.0/16 ({exc})") from exc
-    if not 16 <= network.prefixlen <= 24:
-        raise ValueError("VPC CIDR prefix must be between /16 and /24 (AWS allows no larger or smaller VPC)")
+    if not 16 <= network.prefixlen <= 20:
+        raise ValueError("must be a VPC CIDR from /16 to /20 (room for private subnets of at least /22)")
     return str(network)
 
 
-VpcCidr = Annotated[str, AfterValidator(_check_cidr)]
-"""An IPv4 VPC CIDR between /16 and /24."""
+def _check_cidr_block(value: str) -> str:
+    try:
+        return str(ipaddress.ip_network(value, strict=True))
+    except ValueError as exc:
+        raise ValueError(f"must be a CIDR block such as 203.0.113.0/24 ({exc})") from exc
 
-AwsRegion = Annotated[str, StringConstraints(pattern=r"^(us|eu|ap|sa|ca|me|af|il|mx|cn|us-gov)-[a-z]+-\d$")]
-"""An AWS region name such as `us-west-2`."""
+
+VpcCidr = Annotated[str, AfterValidator(_check_vpc_cidr)]
+"""An IPv4 VPC CIDR from /16 to /20."""
+
+CidrBlock = Annotated[str, AfterValidator(_check_cidr_block)]
+"""Any IPv4 or IPv6 CIDR block (for allow lists)."""
+
+AwsRegion = Annotated[
+    str,
+    AfterValidator(
+        _matching(r"(us|eu|ap|sa|ca|me|af|il|mx|cn|us-gov)-[a-z]+-\d", "an AWS region such as us-west-2")
+    ),
+]
 
 IamRoleArn = Annotated[
-    str, StringConstraints(pattern=r"^arn:aws(-cn|-us-gov)?:iam::\d{12}:role/[\w+=,.@/-]{1,512}$")
+    str,
+    AfterValidator(
+        _matching(
+            r"arn:aws(-cn|-us-gov)?:iam::\d{12}:role/[\w+=,.@/-]{1,512}",
+            "an IAM role ARN such as arn:aws:iam::111122223333:role/platform-admin",
+        )
+    ),
 ]
-"""The ARN of an IAM role, in any partition."""
 
-KubernetesVersion = Annotated[str, StringConstraints(pattern=r"^1\.\d{2}$")]
-"""A Kubernetes minor version such as `1.35` (quote it in YAML, or 1.30 becomes 1.3)."""
+SemVer = Annotated[
+    str, AfterValidator(_matching(r"\d+\.\d+\.\d+", "a version X.Y.Z without a 'v' prefix, such as 1.14.1"))
+]
 
-SemVer = Annotated[str, StringConstraints(pattern=r"^\d+\.\d+\.\d+$")]
-"""A release version `X.Y.Z` without a `v` prefix."""
-
-KubernetesName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)]
-"""A DNS-1123 label: namespaces, release and pool names."""
+KubernetesName = Annotated[
+    str,
+    Field(max_length=63),
+    AfterValidator(
+        _matching(
+            r"[a-z0-9]([-a-z0-9]*[a-z0-9])?",
+            "a DNS-1123 label: lower-case letters, digits and '-', letter or digit at both ends",
+        )
+    ),
+]
 
 _QUANTITY = (
-    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
-    r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+    r"(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
+    r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?"
 )
-Quantity = Annotated[str, StringConstraints(pattern=_QUANTITY)]
-"""A Kubernetes resource quantity such as `256`, `1Ti` or `500m`."""
+Quantity = Annotated[
+    str, AfterValidator(_matching(_QUANTITY, "a Kubernetes quantity such as 256, 1Ti or 500m"))
+]
 
-GoDuration = Annotated[str, StringConstraints(pattern=r"^([0-9]+(s|m|h))+$")]
-"""A duration the Karpenter API accepts, such as `30s`, `5m`, `336h` or `1h30m`."""
+GoDuration = Annotated[
+    str, AfterValidator(_matching(r"([0-9]+(s|m|h))+", "a duration such as 30s, 5m, 336h or 1h30m"))
+]
+
+InstanceType = Annotated[
+    str,
+    AfterValidator(
+        _matching(r"[a-z][a-z0-9-]*\.[a-z0-9-]+", "an EC2 instance type such as m7i.large or g6e.xlarge")
+    ),
+]
 
 PositiveInt = Annotated[int, Field(ge=1)]
 

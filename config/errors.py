@@ -1,0 +1,131 @@
+"""Turning validation failures into messages that name the config key, the value and what is accepted."""
+
+import types
+import typing
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
+
+PROJECT = "gpu-eks"
+_MAX_VALUE_CHARS = 80
+
+
+@dataclass(frozen=True)
+class ConfigProblem:
+    """One mistake in the stack configuration."""
+
+    key: str
+    """Full config key, e.g. `gpu-eks:cluster.kubernetesVersion` or `gpu-eks:nodePools[0].name`."""
+    message: str
+    """What is wrong and what would be accepted."""
+    value: Any = None
+    has_value: bool = False
+
+    def __str__(self) -> str:
+        if not self.has_value:
+            return f"{self.key}: {self.message}"
+        shown = repr(self.value)
+        if len(shown) > _MAX_VALUE_CHARS:
+            shown = shown[: _MAX_VALUE_CHARS - 3] + "..."
+        return f"{self.key} = {shown}: {self.message}"
+
+
+class ConfigError(pulumi.RunError):
+    """The stack configuration is invalid; raised before any resource is registered.
+
+    A `RunError` so that `pulumi up` prints the message alone, without a Python traceback.
+    """
+
+    def __init__(self, problems: Sequence[ConfigProblem]) -> None:
+        self.problems = tuple(problems)
+        count = len(self.problems)
+        lines = "\n".join(f"  - {p}" for p in self.problems)
+        super().__init__(
+            f"Invalid stack configuration ({count} problem{'s' if count != 1 else ''}):\n{lines}"
+        )
+
+
+def section_key(alias: str) -> str:
+    """The full config key of a section: `region` -> `aws:region`, `cluster` -> `gpu-eks:cluster`."""
+    return "aws:region" if alias == "region" else f"{PROJECT}:{alias}"
+
+
+def config_key(path: Sequence[str | int]) -> str:
+    """("cluster", "endpoint", "publicAccess") -> `gpu-eks:cluster.endpoint.publicAccess`."""
+    key = section_key(str(path[0]))
+    for part in path[1:]:
+        key += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return key
+
+
+def _model_at(model: type[BaseModel], path: Sequence[str | int]) -> type[BaseModel] | None:
+    """The model class that validates the object found at `path` (aliases) below `model`."""
+    current: Any = model
+    for part in path:
+        if isinstance(part, int):
+            continue
+        if not (isinstance(current, type) and issubclass(current, BaseModel)):
+            return None
+        field = next((f for n, f in current.model_fields.items() if (f.alias or n) == part), None)
+        if field is None:
+            return None
+        current = _unwrap(field.annotation)
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _unwrap(annotation: Any) -> Any:
+    """Reduce `X | None`, `tuple[X, ...]`, `list[X]`, `Annotated[X, ...]` to the model class X, if any."""
+    origin = typing.get_origin(annotation)
+    if origin is None:
+        return annotation
+    if origin is typing.Annotated:
+        return _unwrap(typing.get_args(annotation)[0])
+    for arg in typing.get_args(annotation):
+        inner = _unwrap(arg)
+        if isinstance(inner, type) and issubclass(inner, BaseModel):
+            return inner
+    if origin in (typing.Union, types.UnionType):
+        return None
+    return None
+
+
+def _message(error: ErrorDetails, model: type[BaseModel], path: Sequence[str | int]) -> str:
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        parent = _model_at(model, path[:-1])
+        accepted = [f.alias or n for n, f in parent.model_fields.items()] if parent else []
+        return "unknown key" + (f"; accepted keys: {', '.join(accepted)}" if accepted else "")
+    if kind == "missing":
+        return "is required but not set"
+    message = error["msg"]
+    for prefix in ("Value error, ", "Assertion failed, "):
+        message = message.removeprefix(prefix)
+    return message.replace("Input should be", "must be")
+
+
+def problems_from_validation_error(
+    exc: ValidationError, model: type[BaseModel], secret_sections: frozenset[str] = frozenset()
+) -> list[ConfigProblem]:
+    """One problem per pydantic error of the stack model, keyed by the full config key.
+
+    Values of sections in `secret_sections` (full keys) are never shown.
+    """
+    problems = []
+    for error in exc.errors():
+        # Tagged-union and function validators add non-field entries to the location; keep field names.
+        path = [p for p in error["loc"] if isinstance(p, int) or not str(p).startswith("function-")]
+        value = error.get("input")
+        secret = section_key(str(path[0])) in secret_sections
+        problems.append(
+            ConfigProblem(
+                key=config_key(path),
+                message=_message(error, model, path),
+                value="[secret]" if secret else value,
+                has_value=error["type"] != "missing" and not isinstance(value, dict),
+            )
+        )
+    return problems

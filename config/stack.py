@@ -1,0 +1,97 @@
+"""The whole stack configuration, validated once before any resource is registered."""
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import pulumi
+import pulumi.runtime.config as runtime_config
+from pydantic import ValidationError
+
+from config.base import ConfigModel
+from config.cluster import ClusterConfig
+from config.errors import (
+    PROJECT,
+    ConfigError,
+    ConfigProblem,
+    problems_from_validation_error,
+    section_key,
+)
+from config.network import NetworkConfig
+from config.types import AwsRegion
+
+
+class StackConfig(ConfigModel):
+    """Every section of one stack's configuration (`Pulumi.<stack>.yaml`)."""
+
+    region: AwsRegion
+    """`aws:region`: where everything is created."""
+    cluster: ClusterConfig
+    """`gpu-eks:cluster`."""
+    network: NetworkConfig = NetworkConfig()
+    """`gpu-eks:network`."""
+
+    @property
+    def partition(self) -> str:
+        """The AWS partition of the region, for ARNs."""
+        if self.region.startswith("cn-"):
+            return "aws-cn"
+        if self.region.startswith("us-gov-"):
+            return "aws-us-gov"
+        return "aws"
+
+
+SECTIONS = {section_key(f.alias or n): f.alias or n for n, f in StackConfig.model_fields.items()}
+"""Full config key (`gpu-eks:cluster`) -> StackConfig field alias (`cluster`)."""
+
+
+def _cross_section_problems(config: StackConfig) -> list[ConfigProblem]:
+    """Checks that span sections; each names the key to change."""
+    return []
+
+
+def parse_stack_config(raw: Mapping[str, Any], secret_keys: frozenset[str] = frozenset()) -> StackConfig:
+    """Validate raw config (full key -> value as Pulumi stores it: JSON text for objects).
+
+    Raises `ConfigError` listing every problem, each with the full config key.
+    """
+    problems: list[ConfigProblem] = []
+    sections: dict[str, Any] = {}
+    for key, value in sorted(raw.items()):
+        if not key.startswith(f"{PROJECT}:") and key != "aws:region":
+            continue
+        if key not in SECTIONS:
+            problems.append(
+                ConfigProblem(key, f"unknown config section; accepted: {', '.join(sorted(SECTIONS))}")
+            )
+        elif key == "aws:region" or not isinstance(value, str):
+            sections[SECTIONS[key]] = value
+        else:
+            try:
+                sections[SECTIONS[key]] = json.loads(value)
+            except json.JSONDecodeError:
+                problems.append(
+                    ConfigProblem(key, "must be a structured value (a YAML mapping or list), not a string")
+                )
+    if "region" not in sections:
+        problems.append(
+            ConfigProblem("aws:region", "is required: the AWS region to deploy to, e.g. us-west-2")
+        )
+    try:
+        config = StackConfig.model_validate(sections)
+    except ValidationError as exc:
+        problems.extend(problems_from_validation_error(exc, StackConfig, secret_keys))
+        raise ConfigError(problems) from None
+    problems.extend(_cross_section_problems(config))
+    if problems:
+        raise ConfigError(problems)
+    return config
+
+
+def load_stack_config() -> StackConfig:
+    """Read this stack's Pulumi config and validate it (see `parse_stack_config`)."""
+    raw = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
+    secret_keys = frozenset(runtime_config._SECRET_KEYS.get())
+    # Touch the namespace through the public API too, so `pulumi` records the keys as used.
+    pulumi.Config(PROJECT)
+    return parse_stack_config(raw, secret_keys)
