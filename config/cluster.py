@@ -14,7 +14,14 @@ AL2023 NVIDIA AMIs (1.30-1.36) all support."""
 
 DEFAULT_KUBERNETES_VERSION = "1.35"
 
-CONTROL_PLANE_LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
+LogType = Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]
+CONTROL_PLANE_LOG_TYPES: tuple[LogType, ...] = (
+    "api",
+    "audit",
+    "authenticator",
+    "controllerManager",
+    "scheduler",
+)
 
 SystemAmiType = Literal[
     "AL2023_x86_64_STANDARD", "AL2023_ARM_64_STANDARD", "BOTTLEROCKET_x86_64", "BOTTLEROCKET_ARM_64"
@@ -99,9 +106,7 @@ class ClusterConfig(ConfigModel):
     """IAM roles granted cluster-admin through EKS access entries (the deploying identity always is)."""
     system_nodes: SystemNodesConfig = SystemNodesConfig()
     """The system managed node group."""
-    log_types: tuple[Literal["api", "audit", "authenticator", "controllerManager", "scheduler"], ...] = (
-        CONTROL_PLANE_LOG_TYPES
-    )
+    log_types: tuple[LogType, ...] = CONTROL_PLANE_LOG_TYPES
     """Control-plane log types sent to CloudWatch Logs."""
     protect: bool = False
     """Protect the cluster and data-bearing resources: Pulumi `protect` plus EKS deletion protection."""

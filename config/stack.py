@@ -73,10 +73,6 @@ def parse_stack_config(raw: Mapping[str, Any], secret_keys: frozenset[str] = fro
                 problems.append(
                     ConfigProblem(key, "must be a structured value (a YAML mapping or list), not a string")
                 )
-    if "region" not in sections:
-        problems.append(
-            ConfigProblem("aws:region", "is required: the AWS region to deploy to, e.g. us-west-2")
-        )
     try:
         config = StackConfig.model_validate(sections)
     except ValidationError as exc:
