@@ -27,6 +27,7 @@ class Registration:
     """One resource as the engine would see it: what was declared, and how it hangs together."""
 
     urn: str
+    id: str
     type: str
     name: str
     parent: str | None
@@ -60,6 +61,7 @@ class RecordingMonitor(MockMonitor):
         self.registrations.append(
             Registration(
                 urn=response.urn,
+                id=response.id,
                 type=request.type,
                 name=request.name,
                 parent=request.parent or None,
