@@ -25,11 +25,12 @@ class StackConfig(ConfigModel):
     """Every section of one stack's configuration (`Pulumi.<stack>.yaml`)."""
 
     region: AwsRegion
-    """`aws:region`: where everything is created."""
+    """The AWS region everything is created in (the AWS provider's own setting); it also picks the
+    partition (`aws`, `aws-cn`, `aws-us-gov`) used in ARNs."""
     cluster: ClusterConfig
-    """`gpu-eks:cluster`."""
+    """The EKS cluster: version, API endpoint, administrators, the system node group. Required."""
     network: NetworkConfig = NetworkConfig()
-    """`gpu-eks:network`."""
+    """The VPC: created (CIDR, AZ count, NAT layout) or an existing one."""
 
     @property
     def partition(self) -> str:
