@@ -4,22 +4,24 @@ Source: `cloudformation.yaml` of Karpenter 1.14.1 (vendored in `tests/fixtures/k
 tests compare these documents against, statement by statement, for every partition). The template's
 parameters map to arguments as follows:
 
-| template                           | here                                          |
-|------------------------------------|-----------------------------------------------|
-| `${AWS::Partition}`                | `partition` (`aws`, `aws-cn`, `aws-us-gov`)   |
-| `${AWS::Region}`                   | `region`                                      |
-| `${AWS::AccountId}`                | `account_id`                                  |
-| `${AWS::URLSuffix}`                | `dns_suffix(partition)`                       |
-| `${ClusterName}`                   | `cluster_name`                                |
-| `${KarpenterNodeRole.Arn}`         | `node_role_arn`                               |
-| `${KarpenterInterruptionQueue.Arn}`| `queue_arn` (`None`: interruption handling off)|
+| template                            | here                                            |
+|-------------------------------------|-------------------------------------------------|
+| `${AWS::Partition}`                 | `partition` (`aws`, `aws-cn`, `aws-us-gov`)     |
+| `${AWS::Region}`                    | `region`                                        |
+| `${AWS::AccountId}`                 | `account_id`                                    |
+| `${AWS::URLSuffix}`                 | `dns_suffix(partition)`                         |
+| `${ClusterName}`                    | `cluster_name`                                  |
+| `${KarpenterNodeRole.Arn}`          | `node_role_arn`                                 |
+| `${KarpenterInterruptionQueue.Arn}` | `queue_arn` (`None`: interruption handling off) |
 
 Values the template writes literally stay literal here, even where they name a partition's DNS suffix
 (`iam:PassedToService` lists both `ec2.amazonaws.com` and `ec2.amazonaws.com.cn`).
 
 The controller gets six customer-managed policies, as upstream attaches them, rather than one merged
-document: each stays far below the 6,144-character managed-policy limit (`MANAGED_POLICY_MAX_CHARS`),
-and a diff against upstream stays a diff of one policy.
+document: merged, the 18 statements exceed the 6,144-character managed-policy limit
+(`MANAGED_POLICY_MAX_CHARS`) from 20-character cluster names on, while the largest single policy stays
+under 3,800 characters even for a 100-character cluster name; and a diff against upstream stays a diff of
+one policy.
 """
 
 import json
