@@ -88,7 +88,7 @@ def test_unknown_identity_mode() -> None:
 def test_version_not_x_y_z(version: str) -> None:
     loc, msg = _error({"version": version})
     assert loc == ("version",)
-    assert msg == "String should match pattern '^\\d+\\.\\d+\\.\\d+$'"
+    assert msg == "Value error, must be a version X.Y.Z without a 'v' prefix, such as 1.14.1"
 
 
 @pytest.mark.parametrize("version", ["1.13.3", "1.15.0", "2.14.1"])
