@@ -1,0 +1,139 @@
+"""NVIDIA GPU facts per EC2 instance type, and which instance types can run MIG (pure; no Pulumi).
+
+The table is `components/data/accelerated-instance-types.tsv`, a verbatim copy of the Karpenter 1.14.1
+reference (`website/content/en/v1.14/reference/instance-types.md`, generated from EC2 data; the tests
+check the copy against the reference). It is region-dependent: an instance type missing from it is
+reported as unknown rather than guessed.
+"""
+
+import csv
+import functools
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+INSTANCE_TYPES_TSV = Path(__file__).parent / "data" / "accelerated-instance-types.tsv"
+
+MIG_CAPABLE_GPUS = frozenset({"a100", "a30", "h100", "h200", "b200", "b300"})
+"""Values of `karpenter.k8s.aws/instance-gpu-name` (the TSV's `gpu-name`) whose GPUs support MIG."""
+
+
+class UnknownInstanceTypeError(ValueError):
+    """An instance type, family or GPU name that the instance-type table does not know."""
+
+
+class MigNotSupportedError(ValueError):
+    """A pool asks for MIG but some instance type it may launch has GPUs without MIG."""
+
+
+@dataclass(frozen=True)
+class GpuInstanceType:
+    """One EC2 instance type with NVIDIA GPUs (a row of the table with `nvidia.com/gpu` > 0)."""
+
+    name: str
+    """`p4d.24xlarge`."""
+    family: str
+    """`p4d` (the part before the dot, `karpenter.k8s.aws/instance-family`)."""
+    arch: str
+    """`amd64` or `arm64`."""
+    gpu_name: str
+    """`a100` (`karpenter.k8s.aws/instance-gpu-name`)."""
+    gpu_count: int
+    """GPUs per instance, also the `nvidia.com/gpu` capacity Karpenter expects."""
+    gpu_memory_mib: int
+    """Memory of one GPU in MiB (`karpenter.k8s.aws/instance-gpu-memory`)."""
+
+    @property
+    def mig_capable(self) -> bool:
+        return self.gpu_name in MIG_CAPABLE_GPUS
+
+
+def _int(text: str) -> int:
+    return int(text) if text.strip() else 0
+
+
+@functools.cache
+def gpu_instance_types() -> Mapping[str, GpuInstanceType]:
+    """Every instance type of the table that carries NVIDIA GPUs, by name, in table order."""
+    lines = [line for line in INSTANCE_TYPES_TSV.read_text().splitlines() if not line.startswith("#")]
+    table: dict[str, GpuInstanceType] = {}
+    for row in csv.DictReader(lines, delimiter="\t"):
+        if _int(row["nvidia.com/gpu"]) <= 0:
+            continue
+        name = row["instance"]
+        table[name] = GpuInstanceType(
+            name=name,
+            family=name.split(".", 1)[0],
+            arch=row["arch"],
+            gpu_name=row["gpu-name"],
+            gpu_count=_int(row["gpu-count"]),
+            gpu_memory_mib=_int(row["gpu-memory-MiB"]),
+        )
+    return table
+
+
+def mig_capable_instance_types() -> frozenset[str]:
+    """Names of the instance types whose GPUs support MIG (p4d, p4de, p5, p5e, p5en, p6-b200, ...)."""
+    return frozenset(name for name, it in gpu_instance_types().items() if it.mig_capable)
+
+
+def candidate_instance_types(
+    instance_types: Iterable[str] = (),
+    instance_families: Iterable[str] = (),
+    gpu_names: Iterable[str] = (),
+) -> tuple[GpuInstanceType, ...]:
+    """The NVIDIA GPU instance types a pool may launch, given its requirements.
+
+    Each argument is one NodePool requirement (`node.kubernetes.io/instance-type`,
+    `karpenter.k8s.aws/instance-family`, `karpenter.k8s.aws/instance-gpu-name`, all `In`); an empty one
+    does not restrict. Karpenter ANDs requirements, so the result is the intersection.
+    Raises `UnknownInstanceTypeError` for a name the table does not list with NVIDIA GPUs.
+    """
+    table = gpu_instance_types()
+    types, families, gpus = set(instance_types), set(instance_families), set(gpu_names)
+    unknown = sorted(types - table.keys())
+    unknown += sorted(f"family {f}" for f in families - {it.family for it in table.values()})
+    unknown += sorted(f"GPU {g}" for g in gpus - {it.gpu_name for it in table.values()})
+    if unknown:
+        raise UnknownInstanceTypeError(
+            f"{', '.join(unknown)}: not an instance type with NVIDIA GPUs in the Karpenter 1.14.1 "
+            "instance-type table (components/data/accelerated-instance-types.tsv)"
+        )
+    return tuple(
+        it
+        for it in table.values()
+        if (not types or it.name in types)
+        and (not families or it.family in families)
+        and (not gpus or it.gpu_name in gpus)
+    )
+
+
+def check_mig_capable(
+    pool_name: str,
+    *,
+    instance_types: Iterable[str] = (),
+    instance_families: Iterable[str] = (),
+    gpu_names: Iterable[str] = (),
+) -> tuple[GpuInstanceType, ...]:
+    """Refuse MIG for a pool unless every instance type it may launch has MIG-capable GPUs.
+
+    For node-pool config validation: pass the pool's instance-type, family and GPU-name requirements.
+    A pool without any of them may launch any GPU type (g5, g6, ...), so it is refused too.
+    Returns the candidate instance types; raises `MigNotSupportedError` (or `UnknownInstanceTypeError`).
+    """
+    candidates = candidate_instance_types(instance_types, instance_families, gpu_names)
+    if not candidates:
+        raise MigNotSupportedError(
+            f"GPU pool {pool_name!r} asks for MIG, but its instance-type requirements match no NVIDIA GPU "
+            "instance type"
+        )
+    refused = [it for it in candidates if not it.mig_capable]
+    if refused:
+        shown = ", ".join(f"{it.name} ({it.gpu_name})" for it in refused[:8])
+        more = f" and {len(refused) - 8} more" if len(refused) > 8 else ""
+        raise MigNotSupportedError(
+            f"GPU pool {pool_name!r} asks for MIG, but it may launch instance types whose GPUs have no MIG: "
+            f"{shown}{more}. MIG needs {', '.join(sorted(MIG_CAPABLE_GPUS))} GPUs; restrict the pool "
+            "to such instance types or families (e.g. p4d, p5) or drop its MIG profile"
+        )
+    return candidates

@@ -1,0 +1,545 @@
+"""Helm values for the NVIDIA GPU Operator chart v26.7, derived from the GPU node pools (pure; no Pulumi).
+
+Two entry points for the rest of the program:
+
+* `gpu_operator_values(pools, ...)`: the values of the `gpu-operator` release.
+* `pool_node_labels(pool)`: labels the pool's NodePool must put on its nodes (`spec.template.metadata.labels`)
+  so that the operator treats them as these values assume: per-node operand switches for Bottlerocket,
+  the time-slicing entry of the device plugin, the MIG partitioning.
+
+`validate_gpu_pools(pools, config)` runs every check of `gpu_operator_values` without building values, for
+config validation. Errors are `GpuOperatorValuesError` (a `ValueError`) subclasses naming the pools.
+
+How the operator is made to serve mixed pools: global switches (`driver.enabled`, ...) cover what every
+pool needs; where a pool differs, the NodePool labels the node with `nvidia.com/gpu.deploy.<operand>=false`.
+The operator only adds those `gpu.deploy.*` labels when a node lacks them and honours an existing value
+(`addGPUStateLabels` in controllers/state_manager.go), and each operand DaemonSet selects
+`nvidia.com/gpu.deploy.<operand>=true`, so a pre-set `false` keeps that operand off the node.
+"""
+
+import copy
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from components.gpu_instance_types import (
+    MIG_CAPABLE_GPUS,
+    GpuInstanceType,
+    MigNotSupportedError,
+    UnknownInstanceTypeError,
+    candidate_instance_types,
+    check_mig_capable,
+    mig_capable_instance_types,
+)
+from config.gpu_operator import MIG_ALL_DISABLED, GpuOperatorConfig, MigDeviceGroup
+from config.kubernetes import Taint
+from config.types import KubernetesName
+
+__all__ = [
+    "CDI_MIN_KUBERNETES_VERSION",
+    "CHART_DAEMONSETS_TOLERATIONS",
+    "CHART_NFD_GC_TOLERATIONS",
+    "CHART_NFD_MASTER_TOLERATIONS",
+    "CHART_NFD_WORKER_TOLERATIONS",
+    "CHART_OPERATOR_TOLERATIONS",
+    "DEPLOY_DEVICE_PLUGIN_LABEL",
+    "DEPLOY_MIG_MANAGER_LABEL",
+    "DEVICE_PLUGIN_CONFIGMAP",
+    "DEVICE_PLUGIN_CONFIG_LABEL",
+    "DEVICE_PLUGIN_DEFAULT_CONFIG",
+    "MIG_CAPABLE_GPUS",
+    "MIG_CONFIG_LABEL",
+    "MIG_PARTED_CONFIGMAP",
+    "SUPPORTED_CHART_SERIES",
+    "GpuInstanceType",
+    "GpuOperatorValuesError",
+    "GpuPoolProfile",
+    "MigNotSupportedError",
+    "MigProfileError",
+    "UnknownInstanceTypeError",
+    "UnsupportedPoolError",
+    "candidate_instance_types",
+    "check_mig_capable",
+    "deep_merge",
+    "gpu_operator_values",
+    "mig_capable_instance_types",
+    "nfd_worker_tolerations",
+    "operand_tolerations",
+    "pool_node_labels",
+    "time_slicing_config_name",
+    "tolerates",
+    "validate_gpu_pools",
+]
+
+SUPPORTED_CHART_SERIES = "v26.7"
+"""Chart minor series these values are written and tested against (keys checked against its values.yaml)."""
+
+CDI_MIN_KUBERNETES_VERSION = (1, 32)
+"""From this Kubernetes minor on, CDI is turned on for pools served by the operator's device plugin
+(EKS AL2023 nodes: kubelet with CDI devices in the device-plugin API and a containerd that reads CDI specs).
+Below it the device plugin keeps the `envvar` device list and the AMI's nvidia runtime injects GPUs."""
+
+DEPLOY_DEVICE_PLUGIN_LABEL = "nvidia.com/gpu.deploy.device-plugin"
+DEPLOY_MIG_MANAGER_LABEL = "nvidia.com/gpu.deploy.mig-manager"
+DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
+"""Node label the device plugin's config-manager reads to pick an entry of `devicePlugin.config.data`."""
+MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+"""Node label the MIG manager reads to pick a mig-parted config."""
+
+DEVICE_PLUGIN_CONFIGMAP = "gpu-eks-device-plugin-config"
+"""ConfigMap the chart creates with the device-plugin configs (only when some pool uses time-slicing)."""
+DEVICE_PLUGIN_DEFAULT_CONFIG = "default"
+"""Entry used by nodes without `nvidia.com/device-plugin.config`: plain GPUs, no sharing."""
+MIG_PARTED_CONFIGMAP = "gpu-eks-mig-parted-config"
+"""ConfigMap the chart creates with the custom mig-parted configs (only with `mig.config` set)."""
+
+_CONTROL_PLANE_TOLERATION = {
+    "key": "node-role.kubernetes.io/control-plane",
+    "operator": "Equal",
+    "value": "",
+    "effect": "NoSchedule",
+}
+_GPU_EXISTS_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+
+CHART_DAEMONSETS_TOLERATIONS: tuple[Mapping[str, str], ...] = (_GPU_EXISTS_TOLERATION,)
+"""Chart default of `daemonsets.tolerations` (all operands); kept at the head of the derived list."""
+CHART_NFD_WORKER_TOLERATIONS: tuple[Mapping[str, str], ...] = (
+    _CONTROL_PLANE_TOLERATION,
+    _GPU_EXISTS_TOLERATION,
+)
+"""The gpu-operator chart's `node-feature-discovery.worker.tolerations` (overrides the subchart's `[]`)."""
+CHART_OPERATOR_TOLERATIONS: tuple[Mapping[str, str], ...] = (_CONTROL_PLANE_TOLERATION,)
+"""Chart default of `operator.tolerations`."""
+CHART_NFD_MASTER_TOLERATIONS: tuple[Mapping[str, str], ...] = (_CONTROL_PLANE_TOLERATION,)
+"""NFD subchart default of `master.tolerations` (the gpu-operator chart does not override it)."""
+CHART_NFD_GC_TOLERATIONS: tuple[Mapping[str, str], ...] = ()
+"""NFD subchart default of `gc.tolerations`."""
+
+AmiFamily = Literal["al2023", "bottlerocket"]
+
+# Base MIG profiles (GPU slices, memory GB) per GPU model, as mig-parted names them (the MIG manager v0.15
+# generates `all-<profile>` configs from these on each node, `+` written `.`). Source: NVIDIA/mig-parted
+# deployments/systemd/config-default.yaml @ 1400787269cadb4f91db863a4b9f9af5c8fabcd7. Keyed by the
+# instance-type table's gpu-name and gpu-memory-MiB; GPUs not listed (a30, b300) get a syntax check only.
+_MIG_BASE_PROFILES: dict[tuple[str, int], frozenset[tuple[int, int]]] = {
+    ("a100", 40960): frozenset({(1, 5), (1, 10), (2, 10), (3, 20), (4, 20), (7, 40)}),
+    ("a100", 81920): frozenset({(1, 10), (1, 20), (2, 20), (3, 40), (4, 40), (7, 80)}),
+    ("h100", 81920): frozenset({(1, 10), (1, 20), (2, 20), (3, 40), (4, 40), (7, 80)}),
+    ("h200", 144384): frozenset({(1, 18), (1, 35), (2, 35), (3, 71), (4, 71), (7, 141)}),
+    ("b200", 183359): frozenset({(1, 23), (1, 45), (2, 45), (3, 90), (4, 90), (7, 180)}),
+}
+_GENERATED_ALL_PROFILE = re.compile(r"all-(?P<g>[1-8])g\.(?P<gb>[0-9]+)gb(?P<attrs>([.-][a-z][a-z0-9]*)*)")
+_PROFILE_BASE = re.compile(r"(?P<g>[1-8])g\.(?P<gb>[0-9]+)gb")
+_MIG_ALL_BALANCED = "all-balanced"
+_MIG_ALL_ENABLED = "all-enabled"
+
+
+class GpuOperatorValuesError(ValueError):
+    """GPU pools or settings that the GPU Operator cannot serve as asked."""
+
+
+class UnsupportedPoolError(GpuOperatorValuesError):
+    """A pool asks the operator for something its AMI family or the driver mode rules out."""
+
+
+class MigProfileError(GpuOperatorValuesError):
+    """A MIG profile that the pool's GPUs or the MIG strategy cannot provide."""
+
+
+class GpuPoolProfile(BaseModel):
+    """What the GPU Operator must know about one GPU NodePool; the node-pool code maps its config onto it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: KubernetesName
+    """NodePool name; used in error messages only."""
+    ami_family: AmiFamily
+    """`al2023` (EKS AL2023 NVIDIA AMI: driver and toolkit preinstalled) or `bottlerocket` (Bottlerocket
+    NVIDIA variant: driver, toolkit, device plugin and MIG handling built in)."""
+    taints: tuple[Taint, ...] = ()
+    """Taints of the pool's nodes (`spec.template.spec.taints`); every operand must tolerate them."""
+    startup_taints: tuple[Taint, ...] = ()
+    """Startup taints (`spec.template.spec.startupTaints`); tolerated too, or the GPU never registers."""
+    instance_types: tuple[str, ...] = ()
+    """`node.kubernetes.io/instance-type In` values of the pool, if it restricts them."""
+    instance_families: tuple[str, ...] = ()
+    """`karpenter.k8s.aws/instance-family In` values, if any."""
+    gpu_names: tuple[str, ...] = ()
+    """`karpenter.k8s.aws/instance-gpu-name In` values, if any (`a100`, `h100`, ...)."""
+    time_slicing_replicas: int | None = Field(default=None, ge=2, le=64)
+    """Time-slice each GPU into this many `nvidia.com/gpu` (None: no sharing)."""
+    mig_profile: str | None = None
+    """mig-parted config name for the pool's nodes (`all-1g.10gb`, `all-balanced`, a custom config name);
+    None leaves MIG off (the operator labels MIG-capable nodes `all-disabled`)."""
+
+
+def tolerates(tolerations: Iterable[Mapping[str, Any]], taint: Taint) -> bool:
+    """Whether any toleration tolerates the taint, with Kubernetes' `ToleratesTaint` semantics.
+
+    An empty effect matches every effect; an empty key (with `Exists`) every key; `Exists` any value;
+    `Equal` (or no operator) the exact value, a taint without value counting as `""`.
+    """
+    for toleration in tolerations:
+        effect = toleration.get("effect") or ""
+        if effect and effect != taint.effect:
+            continue
+        key = toleration.get("key") or ""
+        if key and key != taint.key:
+            continue
+        operator = toleration.get("operator") or "Equal"
+        if operator == "Exists":
+            return True
+        if operator == "Equal" and (toleration.get("value") or "") == (taint.value or ""):
+            return True
+    return False
+
+
+def _all_taints(pools: Iterable[GpuPoolProfile]) -> list[Taint]:
+    unique = {(t.key, t.value, t.effect): t for p in pools for t in (*p.taints, *p.startup_taints)}
+    # Taints without value (tolerated with Exists) first, so an Exists toleration covers the valued ones.
+    return sorted(unique.values(), key=lambda t: (t.key, t.effect, t.value is not None, t.value or ""))
+
+
+def _tolerating(
+    defaults: Iterable[Mapping[str, Any]], pools: Iterable[GpuPoolProfile]
+) -> list[dict[str, Any]]:
+    result = [dict(t) for t in defaults]
+    for taint in _all_taints(pools):
+        if not tolerates(result, taint):
+            result.append(taint.toleration())
+    return result
+
+
+def operand_tolerations(pools: Iterable[GpuPoolProfile]) -> list[dict[str, Any]]:
+    """`daemonsets.tolerations`: the chart default, then one toleration per pool taint or startup taint
+    not already tolerated, sorted by key, effect and value. The list replaces the chart default in Helm."""
+    return _tolerating(CHART_DAEMONSETS_TOLERATIONS, pools)
+
+
+def nfd_worker_tolerations(pools: Iterable[GpuPoolProfile]) -> list[dict[str, Any]]:
+    """`node-feature-discovery.worker.tolerations`, built like `operand_tolerations` on the chart's list."""
+    return _tolerating(CHART_NFD_WORKER_TOLERATIONS, pools)
+
+
+def _with_extra(
+    defaults: Iterable[Mapping[str, Any]], extra: Iterable[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    result = [dict(t) for t in defaults]
+    for toleration in extra:
+        if dict(toleration) not in result:
+            result.append(dict(toleration))
+    return result
+
+
+def time_slicing_config_name(replicas: int) -> str:
+    """Name of the device-plugin config entry (and node label value) for N time-slices per GPU."""
+    return f"time-slicing-{replicas}"
+
+
+def pool_node_labels(pool: GpuPoolProfile) -> dict[str, str]:
+    """Labels the pool's NodePool must carry (`spec.template.metadata.labels`), sorted by key.
+
+    * Bottlerocket: `nvidia.com/gpu.deploy.device-plugin=false` and `nvidia.com/gpu.deploy.mig-manager=false`,
+      so the operator's device plugin and MIG manager stay off these nodes even when other pools need them.
+    * Time-slicing: `nvidia.com/device-plugin.config=time-slicing-<N>`, the entry `gpu_operator_values` adds.
+    * MIG: `nvidia.com/mig.config=<profile>`.
+
+    Raises `UnsupportedPoolError` for settings the operator cannot serve on the pool's AMI family; the checks
+    that need the operator config (MIG profile names, driver mode) are in `validate_gpu_pools`.
+    """
+    _check_pool_family(pool)
+    labels: dict[str, str] = {}
+    if pool.ami_family == "bottlerocket":
+        labels[DEPLOY_DEVICE_PLUGIN_LABEL] = "false"
+        labels[DEPLOY_MIG_MANAGER_LABEL] = "false"
+    if pool.time_slicing_replicas is not None:
+        labels[DEVICE_PLUGIN_CONFIG_LABEL] = time_slicing_config_name(pool.time_slicing_replicas)
+    if pool.mig_profile is not None:
+        labels[MIG_CONFIG_LABEL] = pool.mig_profile
+    return dict(sorted(labels.items()))
+
+
+def _check_pool_family(pool: GpuPoolProfile) -> None:
+    if pool.ami_family != "bottlerocket":
+        return
+    if pool.time_slicing_replicas is not None:
+        raise UnsupportedPoolError(
+            f"GPU pool {pool.name!r} (bottlerocket) asks for time-slicing, but Bottlerocket runs its own "
+            "device plugin, which the GPU Operator does not configure. Set it in the EC2NodeClass user data "
+            "(settings.kubelet-device-plugins.nvidia.device-sharing-strategy and time-slicing replicas) or "
+            "use al2023 for this pool"
+        )
+    if pool.mig_profile is not None:
+        raise UnsupportedPoolError(
+            f"GPU pool {pool.name!r} (bottlerocket) asks for MIG profile {pool.mig_profile!r}, but "
+            "Bottlerocket partitions GPUs itself and the GPU Operator's MIG manager does not run there. "
+            "Set it in the EC2NodeClass user data "
+            "(settings.kubelet-device-plugins.nvidia.device-partitioning-strategy) or use al2023 for this "
+            "pool"
+        )
+
+
+def _custom_mig_configs(config: GpuOperatorConfig) -> dict[str, tuple[MigDeviceGroup, ...]] | None:
+    """The custom mig-parted configs, with `all-disabled` added when missing (the operator's fallback)."""
+    custom = config.mig.config
+    if custom is None:
+        return None
+    if MIG_ALL_DISABLED in custom:
+        return dict(custom)
+    return {MIG_ALL_DISABLED: (MigDeviceGroup.model_validate({"mig-enabled": False}),), **custom}
+
+
+def _profile_problem(base: tuple[int, int], candidates: Sequence[GpuInstanceType]) -> str | None:
+    """Why a base MIG profile (slices, GB) is not offered by some candidate's GPU, or None."""
+    for it in candidates:
+        offered = _MIG_BASE_PROFILES.get((it.gpu_name, it.gpu_memory_mib))
+        if offered is not None and base not in offered:
+            names = ", ".join(f"all-{g}g.{gb}gb" for g, gb in sorted(offered))
+            return (
+                f"{it.name} has {it.gpu_name} GPUs with {it.gpu_memory_mib} MiB, whose generated configs are "
+                f"all-disabled, all-balanced and {names} (optionally with an attribute suffix such as .me)"
+            )
+    return None
+
+
+def _check_mig(pool: GpuPoolProfile, config: GpuOperatorConfig) -> None:
+    profile = pool.mig_profile
+    if profile is None:
+        return
+    candidates = check_mig_capable(
+        pool.name,
+        instance_types=pool.instance_types,
+        instance_families=pool.instance_families,
+        gpu_names=pool.gpu_names,
+    )
+    strategy = config.mig.strategy
+    where = f"GPU pool {pool.name!r}: MIG profile {profile!r}"
+    if pool.time_slicing_replicas is not None and strategy == "mixed":
+        raise MigProfileError(
+            f"{where} with time-slicing needs mig.strategy single (time-slicing shares nvidia.com/gpu, which "
+            "mixed strategy does not advertise for MIG devices)"
+        )
+    custom = _custom_mig_configs(config)
+    if custom is not None:
+        if profile not in custom:
+            raise MigProfileError(
+                f"{where} is not one of the custom configs in gpuOperator.mig.config: "
+                f"{', '.join(sorted(custom))}"
+            )
+        profiles = {p for group in custom[profile] for p in group.mig_devices}
+        if strategy == "single" and len(profiles) > 1:
+            raise MigProfileError(
+                f"{where} mixes MIG profiles ({', '.join(sorted(profiles))}); mig.strategy single needs one "
+                "profile per node: use mig.strategy mixed or a single-profile config"
+            )
+        for group in custom[profile]:
+            if group.device_filter is not None:
+                continue
+            for name in group.mig_devices:
+                match = _PROFILE_BASE.match(name)  # compute-instance profiles (1c.2g.20gb) are not checked
+                if match is None:
+                    continue
+                problem = _profile_problem((int(match["g"]), int(match["gb"])), candidates)
+                if problem:
+                    raise MigProfileError(f"{where} uses {name}, which its GPUs do not offer: {problem}")
+        return
+    if profile == MIG_ALL_DISABLED:
+        return
+    if profile == _MIG_ALL_ENABLED:
+        raise MigProfileError(
+            f"{where} turns MIG on without creating any MIG device: the node would advertise no GPU and "
+            "Karpenter would never mark it initialized"
+        )
+    if profile == _MIG_ALL_BALANCED:
+        if strategy == "single":
+            raise MigProfileError(
+                f"{where} creates 1g, 2g and 3g devices on each GPU, which mig.strategy single cannot "
+                "advertise: set gpuOperator.mig.strategy to mixed"
+            )
+        return
+    match = _GENERATED_ALL_PROFILE.fullmatch(profile)
+    if match is None:
+        raise MigProfileError(
+            f"{where} is not a config the MIG manager generates (all-disabled, all-balanced or "
+            "all-<profile> such as all-1g.10gb, all-3g.40gb, all-1g.10gb.me); define custom configs in "
+            "gpuOperator.mig.config to use other names"
+        )
+    problem = _profile_problem((int(match["g"]), int(match["gb"])), candidates)
+    if problem:
+        raise MigProfileError(f"{where} is not offered by every instance type of the pool: {problem}")
+
+
+def validate_gpu_pools(pools: Iterable[GpuPoolProfile], config: GpuOperatorConfig) -> None:
+    """Every check `gpu_operator_values` makes on the pools, for config validation before any resource.
+
+    Raises `UnsupportedPoolError`, `MigNotSupportedError`, `MigProfileError` or `UnknownInstanceTypeError`
+    (all `ValueError`s), naming the pool.
+    """
+    pools = tuple(pools)
+    names = [p.name for p in pools]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise GpuOperatorValuesError(f"GPU pool names must be unique: {', '.join(duplicates)}")
+    if config.driver_mode == "operator":
+        bottlerocket = [p.name for p in pools if p.ami_family == "bottlerocket"]
+        if bottlerocket:
+            raise UnsupportedPoolError(
+                f"gpuOperator.driverMode is operator, but GPU pools {', '.join(bottlerocket)} use "
+                "Bottlerocket, whose NVIDIA driver is part of the image and cannot be replaced by the "
+                "operator's: use driverMode auto, or al2023 for these pools"
+            )
+    for pool in pools:
+        _check_pool_family(pool)
+        _check_mig(pool, config)
+
+
+def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """A new dict: `override` merged into `base`; mappings merge recursively, anything else replaces.
+
+    A `None` in `override` is kept (Helm then drops the chart default of that key)."""
+    merged = copy.deepcopy(dict(base))
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def _kubernetes_minor(version: str) -> tuple[int, int]:
+    match = re.fullmatch(r"([0-9]+)\.([0-9]+)", version)
+    if match is None:
+        raise GpuOperatorValuesError(f"kubernetes_version {version!r} must be a minor version such as 1.35")
+    return int(match[1]), int(match[2])
+
+
+def _device_plugin_config(strategy: str, replicas: int | None) -> str:
+    document: dict[str, Any] = {"version": "v1", "flags": {"migStrategy": strategy}}
+    if replicas is not None:
+        document["sharing"] = {
+            "timeSlicing": {"resources": [{"name": "nvidia.com/gpu", "replicas": replicas}]},
+        }
+    return yaml.safe_dump(document, sort_keys=False)
+
+
+def _mig_parted_config(configs: Mapping[str, tuple[MigDeviceGroup, ...]]) -> str:
+    def group(g: MigDeviceGroup) -> dict[str, Any]:
+        out: dict[str, Any] = {"devices": g.devices if g.devices == "all" else list(g.devices)}
+        if g.device_filter is not None:
+            out["device-filter"] = (
+                g.device_filter if isinstance(g.device_filter, str) else list(g.device_filter)
+            )
+        out["mig-enabled"] = g.mig_enabled
+        if g.mig_devices:
+            out["mig-devices"] = dict(g.mig_devices)
+        return out
+
+    document = {
+        "version": "v1",
+        "mig-configs": {name: [group(g) for g in configs[name]] for name in sorted(configs)},
+    }
+    return yaml.safe_dump(document, sort_keys=False)
+
+
+def gpu_operator_values(
+    pools: Iterable[GpuPoolProfile],
+    *,
+    kubernetes_version: str,
+    config: GpuOperatorConfig,
+    system_node_selector: Mapping[str, str],
+    system_tolerations: Sequence[Mapping[str, Any]] = (),
+) -> dict[str, Any]:
+    """Helm values of the `gpu-operator` chart (v26.7 series) for a cluster with these GPU pools.
+
+    * Driver and container toolkit: off unless `config.driverMode` is `operator` (both supported AMI families
+      ship them). Device plugin and MIG manager: on when an al2023 pool (or no pool) needs them, off when
+      every pool is Bottlerocket; Bottlerocket nodes of a mixed cluster opt out by `pool_node_labels`.
+    * NFD on: without its PCI labels the operator deploys nothing to a node.
+    * `daemonsets.tolerations` and `node-feature-discovery.worker.tolerations` (which replace the chart
+      defaults) keep the defaults and add every pool taint and startup taint.
+    * Operator controller, NFD master and NFD gc on `system_node_selector`, tolerating `system_tolerations`.
+    * CDI on only if the operator's device plugin serves some pool and Kubernetes >= 1.32.
+    * DCGM exporter and its ServiceMonitor as `config.dcgmExporter` says.
+    * Time-slicing: a device-plugin ConfigMap with a `default` entry and one `time-slicing-<N>` entry per
+      distinct replica count, selected by the node label from `pool_node_labels`.
+    * MIG: `mig.strategy`, `WITH_REBOOT=true` for the MIG manager, custom mig-parted configs if any.
+    * `config.extraValues` deep-merged last.
+
+    `kubernetes_version` is the cluster minor (`1.35`). Raises the errors of `validate_gpu_pools`, and
+    `GpuOperatorValuesError` for an unsupported chart series or an empty `system_node_selector`.
+    """
+    pools = tuple(pools)
+    if not config.version.startswith(f"{SUPPORTED_CHART_SERIES}."):
+        raise GpuOperatorValuesError(
+            f"gpuOperator.version {config.version} is not in the {SUPPORTED_CHART_SERIES} series these "
+            "values are built and tested for; re-vendor the chart values and review gpu_operator_values first"
+        )
+    if not system_node_selector:
+        raise GpuOperatorValuesError(
+            "system_node_selector is empty: the operator controller would run anywhere"
+        )
+    minor = _kubernetes_minor(kubernetes_version)
+    validate_gpu_pools(pools, config)
+
+    operator_plugin = not pools or any(p.ami_family == "al2023" for p in pools)
+    operator_driver = config.driver_mode == "operator"
+    dcgm = config.dcgm_exporter
+
+    mig_manager: dict[str, Any] = {"enabled": operator_plugin}
+    if operator_plugin:
+        mig_manager["env"] = [{"name": "WITH_REBOOT", "value": "true"}]
+    custom_mig = _custom_mig_configs(config)
+    if custom_mig is not None:
+        mig_manager["config"] = {
+            "create": True,
+            "name": MIG_PARTED_CONFIGMAP,
+            "default": MIG_ALL_DISABLED,
+            "data": {"config.yaml": _mig_parted_config(custom_mig)},
+        }
+
+    device_plugin: dict[str, Any] = {"enabled": operator_plugin}
+    replica_counts = sorted({p.time_slicing_replicas for p in pools if p.time_slicing_replicas is not None})
+    if replica_counts:
+        strategy = config.mig.strategy
+        data = {DEVICE_PLUGIN_DEFAULT_CONFIG: _device_plugin_config(strategy, None)}
+        data.update({time_slicing_config_name(n): _device_plugin_config(strategy, n) for n in replica_counts})
+        device_plugin["config"] = {
+            "create": True,
+            "name": DEVICE_PLUGIN_CONFIGMAP,
+            "default": DEVICE_PLUGIN_DEFAULT_CONFIG,
+            "data": data,
+        }
+
+    values: dict[str, Any] = {
+        "nfd": {"enabled": True},
+        "cdi": {"enabled": operator_plugin and minor >= CDI_MIN_KUBERNETES_VERSION},
+        "operator": {
+            "nodeSelector": dict(system_node_selector),
+            "tolerations": _with_extra(CHART_OPERATOR_TOLERATIONS, system_tolerations),
+        },
+        "daemonsets": {"tolerations": operand_tolerations(pools)},
+        "driver": {"enabled": operator_driver},
+        "toolkit": {"enabled": operator_driver},
+        "devicePlugin": device_plugin,
+        "mig": {"strategy": config.mig.strategy},
+        "migManager": mig_manager,
+        "dcgmExporter": {
+            "enabled": dcgm.enabled,
+            "serviceMonitor": {"enabled": dcgm.enabled and dcgm.service_monitor},
+        },
+        "node-feature-discovery": {
+            "worker": {"tolerations": nfd_worker_tolerations(pools)},
+            "master": {
+                "nodeSelector": dict(system_node_selector),
+                "tolerations": _with_extra(CHART_NFD_MASTER_TOLERATIONS, system_tolerations),
+            },
+            "gc": {
+                "nodeSelector": dict(system_node_selector),
+                "tolerations": _with_extra(CHART_NFD_GC_TOLERATIONS, system_tolerations),
+            },
+        },
+    }
+    return deep_merge(values, config.extra_values)

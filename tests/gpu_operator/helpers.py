@@ -1,0 +1,100 @@
+"""Shared helpers of the GPU Operator tests: vendored upstream files and chart-key checks."""
+
+import copy
+import functools
+import json
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "tests" / "fixtures" / "gpu-operator-v26.7.0"
+
+FREE_KEY_MAPS = frozenset({"nodeSelector", "labels", "annotations", "data"})
+"""Chart values that are maps of arbitrary keys: whatever is below them is not a chart key."""
+
+
+@functools.cache
+def chart_values() -> dict[str, Any]:
+    """`deployments/gpu-operator/values.yaml` of gpu-operator v26.7.0."""
+    loaded: dict[str, Any] = yaml.safe_load((FIXTURES / "chart-values.yaml").read_text())
+    return loaded
+
+
+@functools.cache
+def nfd_values() -> dict[str, Any]:
+    """The NFD 0.19.0 subchart's own `values.yaml`."""
+    loaded: dict[str, Any] = yaml.safe_load(
+        (FIXTURES / "node-feature-discovery" / "chart-values.yaml").read_text()
+    )
+    return loaded
+
+
+@functools.cache
+def nfd_schema() -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads(
+        (FIXTURES / "node-feature-discovery" / "values.schema.json").read_text()
+    )
+    return loaded
+
+
+def merged(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """Helm's merge of user values over defaults: maps merge, everything else replaces (independent of the
+    implementation under test)."""
+    out = copy.deepcopy(dict(base))
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merged(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def nfd_effective_defaults() -> dict[str, Any]:
+    """What the NFD subchart sees before our values: its defaults under the gpu-operator chart's overrides."""
+    return merged(nfd_values(), chart_values()["node-feature-discovery"])
+
+
+def unknown_keys(values: Mapping[str, Any], defaults: Mapping[str, Any], path: str = "") -> Iterator[str]:
+    """Paths in `values` that the chart's defaults do not have (descending into maps, not into lists)."""
+    for key, value in values.items():
+        here = f"{path}.{key}" if path else str(key)
+        if key not in defaults:
+            yield here
+            continue
+        if key in FREE_KEY_MAPS or not isinstance(value, dict):
+            continue
+        default = defaults[key]
+        if not isinstance(default, dict):
+            yield f"{here} (a map here, but {type(default).__name__} in the chart)"
+            continue
+        yield from unknown_keys(value, default, here)
+
+
+def chart_key_problems(values: Mapping[str, Any]) -> list[str]:
+    """Keys set by `values` that neither the gpu-operator chart nor (under `node-feature-discovery`) the
+    NFD subchart has."""
+    parent = {k: v for k, v in values.items() if k != "node-feature-discovery"}
+    problems = list(unknown_keys(parent, chart_values()))
+    if "node-feature-discovery" in values:
+        problems += [
+            f"node-feature-discovery.{p}"
+            for p in unknown_keys(values["node-feature-discovery"], nfd_effective_defaults())
+        ]
+    return problems
+
+
+def reference_dir() -> Path | None:
+    """The shared upstream reference folder, where this checkout has one beside it (CI, developers)."""
+    candidates = [
+        os.environ.get("GPU_EKS_REFERENCE_DIR"),
+        REPO.parent / "shared" / "reference",
+        "/work/shared/reference",
+    ]
+    for candidate in candidates:
+        if candidate and Path(candidate).is_dir():
+            return Path(candidate)
+    return None
