@@ -5,7 +5,7 @@ import pulumi_aws as aws
 
 from components.cluster import Cluster
 from components.network import Network
-from config import load_stack_config
+from config.stack import load_stack_config
 
 config = load_stack_config()  # Fails with every config mistake before any resource is registered.
 tags = {"gpu-eks/stack": pulumi.get_stack(), "gpu-eks/cluster": config.cluster.name, **config.cluster.tags}

@@ -42,6 +42,8 @@ class GpuInstanceType:
     """GPUs per instance, also the `nvidia.com/gpu` capacity Karpenter expects."""
     gpu_memory_mib: int
     """Memory of one GPU in MiB (`karpenter.k8s.aws/instance-gpu-memory`)."""
+    efa_interfaces: int = 0
+    """EFA interfaces the type supports (`vpc.amazonaws.com/efa` capacity); 0 where it has none."""
 
     @property
     def mig_capable(self) -> bool:
@@ -68,6 +70,7 @@ def gpu_instance_types() -> Mapping[str, GpuInstanceType]:
             gpu_name=row["gpu-name"],
             gpu_count=_int(row["gpu-count"]),
             gpu_memory_mib=_int(row["gpu-memory-MiB"]),
+            efa_interfaces=_int(row["vpc.amazonaws.com/efa"]),
         )
     return table
 

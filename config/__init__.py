@@ -1,6 +1,2 @@
-"""Typed, validated stack configuration (one pydantic model per `gpu-eks:*` section)."""
-
-from config.errors import ConfigError, ConfigProblem
-from config.stack import StackConfig, load_stack_config, parse_stack_config
-
-__all__ = ["ConfigError", "ConfigProblem", "StackConfig", "load_stack_config", "parse_stack_config"]
+"""Typed, validated stack configuration: one pydantic model per `gpu-eks:*` section (`config.stack` has
+the whole `StackConfig` and its loader; `config.errors` the key-naming error messages)."""

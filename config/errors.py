@@ -97,6 +97,9 @@ def _message(error: ErrorDetails, model: type[BaseModel], path: Sequence[str | i
     kind = error["type"]
     if kind == "extra_forbidden":
         parent = _model_at(model, path[:-1])
+        legacy: dict[str, str] = getattr(parent, "legacy_keys", {})
+        if str(path[-1]) in legacy:
+            return legacy[str(path[-1])]
         accepted = [f.alias or n for n, f in parent.model_fields.items()] if parent else []
         return "unknown key" + (f"; accepted keys: {', '.join(accepted)}" if accepted else "")
     if kind == "missing":

@@ -17,8 +17,11 @@ class Taint(ConfigModel):
     """A node taint, as Karpenter puts it on the nodes of a pool."""
 
     key: str = Field(pattern=_QUALIFIED_NAME, max_length=316)
+    """Taint key, e.g. `nvidia.com/gpu`."""
     value: str | None = Field(default=None, max_length=63)
+    """Taint value (tolerated with `Equal`); without one, tolerations use `Exists`."""
     effect: TaintEffect = "NoSchedule"
+    """What happens to pods that do not tolerate it."""
 
     def toleration(self) -> dict[str, str]:
         """The pod toleration (Kubernetes API shape) that tolerates exactly this taint."""

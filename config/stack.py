@@ -8,6 +8,7 @@ import pulumi
 import pulumi.runtime.config as runtime_config
 from pydantic import ValidationError
 
+from components.gpu_operator_values import validate_gpu_pools
 from config.base import ConfigModel
 from config.cluster import ClusterConfig
 from config.errors import (
@@ -17,7 +18,9 @@ from config.errors import (
     problems_from_validation_error,
     section_key,
 )
+from config.gpu_operator import GpuOperatorConfig
 from config.network import NetworkConfig
+from config.node_pools import NodePoolConfig
 from config.types import AwsRegion
 
 
@@ -31,6 +34,16 @@ class StackConfig(ConfigModel):
     """The EKS cluster: version, API endpoint, administrators, the system node group. Required."""
     network: NetworkConfig = NetworkConfig()
     """The VPC: created (CIDR, AZ count, NAT layout) or an existing one."""
+    gpu_operator: GpuOperatorConfig = GpuOperatorConfig()
+    """The NVIDIA GPU Operator: chart version, namespace, driver mode, DCGM exporter, MIG, extra values."""
+    node_pools: tuple[NodePoolConfig, ...] = ()
+    """The Karpenter pools: what GPU (or CPU burst) instances may be launched, how they are tainted,
+    capped and disrupted. A list; each item is one pool."""
+
+    @property
+    def gpu_pools(self) -> tuple[NodePoolConfig, ...]:
+        """The pools of kind `gpu`."""
+        return tuple(p for p in self.node_pools if p.kind == "gpu")
 
     @property
     def partition(self) -> str:
@@ -46,9 +59,36 @@ SECTIONS = {section_key(f.alias or n): f.alias or n for n, f in StackConfig.mode
 """Full config key (`gpu-eks:cluster`) -> StackConfig field alias (`cluster`)."""
 
 
+def _node_pool_problems(config: StackConfig) -> list[ConfigProblem]:
+    problems = []
+    seen: dict[str, int] = {}
+    for index, pool in enumerate(config.node_pools):
+        if pool.name in seen:
+            problems.append(
+                ConfigProblem(
+                    f"{PROJECT}:nodePools[{index}].name",
+                    f"pool name is already used by nodePools[{seen[pool.name]}]; names must be unique",
+                    pool.name,
+                    True,
+                )
+            )
+        seen.setdefault(pool.name, index)
+        if pool.kind == "gpu":
+            try:
+                validate_gpu_pools([pool.gpu_profile()], config.gpu_operator)
+            except ValueError as exc:
+                problems.append(ConfigProblem(f"{PROJECT}:nodePools[{index}]", str(exc)))
+    if not problems:
+        try:
+            validate_gpu_pools([p.gpu_profile() for p in config.gpu_pools], config.gpu_operator)
+        except ValueError as exc:
+            problems.append(ConfigProblem(f"{PROJECT}:nodePools", str(exc)))
+    return problems
+
+
 def _cross_section_problems(config: StackConfig) -> list[ConfigProblem]:
     """Checks that span sections; each names the key to change."""
-    return []
+    return _node_pool_problems(config)
 
 
 def parse_stack_config(raw: Mapping[str, Any], secret_keys: frozenset[str] = frozenset()) -> StackConfig:

@@ -53,6 +53,13 @@ def _default(field: Any) -> str:
     return f"`{value!r}`".replace("|", "\\|") if value not in (None, [], {}) else "—"
 
 
+def _is_list(annotation: Any) -> bool:
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return any(_is_list(a) for a in typing.get_args(annotation))
+    return origin in (tuple, list)
+
+
 def _rows(model: type[BaseModel], prefix: str) -> list[str]:
     rows = []
     for name, field in model.model_fields.items():
@@ -60,7 +67,7 @@ def _rows(model: type[BaseModel], prefix: str) -> list[str]:
         doc = " ".join((field.description or "").split()).replace("|", "\\|")
         rows.append(f"| `{key}` | {_type_name(field.annotation)} | {_default(field)} | {doc} |")
         for sub in _models_in(field.annotation):
-            item = "[]" if typing.get_origin(field.annotation) in (tuple, list) else ""
+            item = "[]" if _is_list(field.annotation) else ""
             rows += _rows(sub, key + item)
     return rows
 

@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from config import ConfigError, parse_stack_config
+from config.errors import ConfigError
+from config.stack import parse_stack_config
 from tests.helpers import config, run_failing
 
 

@@ -1,0 +1,417 @@
+"""The `gpu-eks:nodePools` section: the Karpenter pools GPU (and optional CPU burst) nodes come from.
+
+Each pool becomes one Karpenter v1 `NodePool` and uses an `EC2NodeClass` (shared between pools whose node
+settings are equal). The checks here refuse what would cost money or never work, before anything exists.
+"""
+
+import re
+from typing import Any, ClassVar, Literal, Self
+
+from pydantic import Field, field_validator, model_validator
+
+from components.gpu_instance_types import GpuInstanceType, gpu_instance_types
+from components.gpu_operator_values import GpuPoolProfile
+from config.base import ConfigModel
+from config.kubernetes import GPU_TAINT, Taint
+from config.types import GoDuration, InstanceType, KubernetesName, Quantity
+
+CapacityType = Literal["spot", "on-demand", "reserved"]
+Architecture = Literal["amd64", "arm64"]
+
+DEFAULT_AMI = "al2023@v20260714"
+"""Newest EKS AMI release in the amazon-eks-ami changelog (ships AL2023 NVIDIA AMIs for 1.30-1.36)."""
+
+_AMI_ALIAS = re.compile(r"(?P<family>al2023|bottlerocket)@(?P<version>latest|v\d{8}|v\d+\.\d+\.\d+)")
+_NEVER = "Never"
+
+
+def _duration_or_never(value: str) -> str:
+    if value != _NEVER and not re.fullmatch(r"([0-9]+(s|m|h))+", value):
+        raise ValueError("must be a duration such as 30s, 5m or 336h, or Never")
+    return value
+
+
+class GpuCount(ConfigModel):
+    """How many GPUs an instance may have."""
+
+    min: int = Field(default=1, ge=1)
+    """At least this many GPUs per instance."""
+    max: int | None = Field(default=None, ge=1)
+    """At most this many GPUs per instance (no upper bound when unset)."""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Self:
+        if self.max is not None and self.max < self.min:
+            raise ValueError(f"min ({self.min}) is greater than max ({self.max})")
+        return self
+
+
+class RootVolume(ConfigModel):
+    """The root EBS volume. CUDA and framework images are many GB: size and speed it for image pulls."""
+
+    size_gib: int = Field(default=200, ge=20, le=16384)
+    """Size in GiB."""
+    type: Literal["gp3", "io2", "io1"] = "gp3"
+    """EBS volume type."""
+    iops: int | None = Field(default=6000, ge=3000, le=256000)
+    """Provisioned IOPS (gp3: 3000-16000, default 6000; io1/io2: required)."""
+    throughput: int | None = Field(default=500, ge=125, le=1000)
+    """Throughput in MiB/s (gp3 only: 125-1000, default 500)."""
+
+    @model_validator(mode="after")
+    def _fits_type(self) -> Self:
+        if self.type != "gp3" and "throughput" in self.model_fields_set:
+            raise ValueError(f"throughput applies to gp3 volumes only, not {self.type}")
+        if self.type == "gp3":
+            if self.iops is not None and self.iops > 16000:
+                raise ValueError(f"gp3 supports at most 16000 IOPS, got {self.iops}")
+            if self.iops is not None and self.throughput is not None and self.throughput * 4 > self.iops:
+                raise ValueError(
+                    f"gp3 throughput may be at most IOPS/4: {self.throughput} MiB/s needs "
+                    f"{self.throughput * 4} IOPS"
+                )
+        elif "iops" not in self.model_fields_set:
+            raise ValueError(f"{self.type} volumes need iops")
+        return self
+
+
+class CapacityReservation(ConfigModel):
+    """Selects On-Demand Capacity Reservations or Capacity Blocks for `reserved` capacity."""
+
+    id: str | None = Field(default=None, pattern=r"^cr-[0-9a-z]+$")
+    """A reservation id (cr-...)."""
+    owner_id: str | None = Field(default=None, alias="ownerID", pattern=r"^[0-9]{12}$")
+    """The account that owns the reservations (with `tags`)."""
+    tags: dict[str, str] | None = None
+    """Select reservations by tags."""
+
+    @model_validator(mode="after")
+    def _one_selector(self) -> Self:
+        if (self.id is None) == (self.tags is None):
+            raise ValueError("set exactly one of id or tags")
+        if self.owner_id is not None and self.id is not None:
+            raise ValueError("ownerID goes with tags, not with id")
+        return self
+
+
+class Budget(ConfigModel):
+    """A disruption budget: how many nodes Karpenter may disrupt at once, optionally on a schedule."""
+
+    nodes: str = Field(default="10%", pattern=r"^((100|[0-9]{1,2})%|[0-9]+)$")
+    """A count (`0`, `2`) or a percentage (`10%`) of the pool's nodes."""
+    schedule: str | None = None
+    """Cron schedule (UTC) when the budget is active, e.g. `0 8 * * mon-fri`; needs `duration`."""
+    duration: GoDuration | None = None
+    """How long the budget is active after each scheduled start, e.g. `10h`; needs `schedule`."""
+    reasons: tuple[Literal["Underutilized", "Empty", "Drifted"], ...] | None = None
+    """Disruption reasons the budget applies to (all when unset)."""
+
+    @model_validator(mode="after")
+    def _schedule_with_duration(self) -> Self:
+        if (self.schedule is None) != (self.duration is None):
+            raise ValueError("schedule and duration must be set together")
+        return self
+
+
+class Disruption(ConfigModel):
+    """When Karpenter may remove or replace nodes of the pool."""
+
+    legacy_keys: ClassVar[dict[str, str]] = {
+        "expireAfter": "moved out of disruption in Karpenter v1: set the pool's expireAfter instead",
+    }
+
+    consolidation_policy: Literal["WhenEmptyOrUnderutilized", "WhenEmpty"] = "WhenEmptyOrUnderutilized"
+    """`WhenEmptyOrUnderutilized` packs and removes nodes; `WhenEmpty` only removes empty ones (training)."""
+    consolidate_after: str
+    """How long a node must be consolidatable before Karpenter acts (`5m`), or `Never`. Required."""
+    budgets: tuple[Budget, ...] = ()
+    """Disruption budgets (Karpenter's default is 10% of nodes at a time)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _consolidate_after_required(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "consolidateAfter" not in data and "consolidate_after" not in data:
+            raise ValueError(
+                "consolidateAfter is required in a disruption block (Karpenter v1): e.g. 5m, 1h or Never"
+            )
+        return data
+
+    @field_validator("consolidation_policy", mode="before")
+    @classmethod
+    def _renamed_policy(cls, value: Any) -> Any:
+        if value == "WhenUnderutilized":
+            raise ValueError("WhenUnderutilized was renamed WhenEmptyOrUnderutilized in Karpenter v1")
+        return value
+
+    @field_validator("consolidate_after")
+    @classmethod
+    def _duration(cls, value: str) -> str:
+        return _duration_or_never(value)
+
+
+class Kubelet(ConfigModel):
+    """Kubelet settings Karpenter writes into the node's bootstrap configuration."""
+
+    max_pods: int | None = Field(default=None, ge=0)
+    """Maximum pods per node."""
+    system_reserved: dict[str, Quantity] | None = None
+    """Resources reserved for OS daemons (`cpu`, `memory`, `ephemeral-storage`, `pid`)."""
+    kube_reserved: dict[str, Quantity] | None = None
+    """Resources reserved for Kubernetes daemons."""
+    eviction_hard: dict[str, str] | None = None
+    """Hard eviction thresholds, e.g. `memory.available: 5%`."""
+    image_gc_high_threshold_percent: int | None = Field(
+        default=None, ge=0, le=100, alias="imageGCHighThresholdPercent"
+    )
+    """Disk usage that triggers image garbage collection (large images fill disks fast)."""
+    image_gc_low_threshold_percent: int | None = Field(
+        default=None, ge=0, le=100, alias="imageGCLowThresholdPercent"
+    )
+    """Disk usage image garbage collection frees down to."""
+
+    @model_validator(mode="after")
+    def _gc_thresholds(self) -> Self:
+        high, low = self.image_gc_high_threshold_percent, self.image_gc_low_threshold_percent
+        if high is not None and low is not None and low >= high:
+            raise ValueError("imageGCLowThresholdPercent must be below imageGCHighThresholdPercent")
+        return self
+
+
+class Limits(ConfigModel):
+    """Caps on what the pool may launch in total: Karpenter stops launching at the cap."""
+
+    cpu: Quantity | None = None
+    """Total vCPUs."""
+    memory: Quantity | None = None
+    """Total memory."""
+    nvidia_gpu: Quantity | None = Field(default=None, alias="nvidia.com/gpu")
+    """Total GPUs: the cap on GPU spend. Required for GPU pools."""
+
+
+class TimeSlicing(ConfigModel):
+    """Share each GPU between pods (no memory isolation)."""
+
+    replicas: int = Field(ge=2, le=64)
+    """Pods per physical GPU."""
+
+
+class Mig(ConfigModel):
+    """Partition MIG-capable GPUs (A100, H100, H200, B200, ...)."""
+
+    profile: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]*$")
+    """A mig-parted config name such as `all-1g.10gb`, `all-balanced`, or one of `gpuOperator.mig.config`."""
+
+
+class NodePoolConfig(ConfigModel):
+    """One Karpenter pool."""
+
+    legacy_keys: ClassVar[dict[str, str]] = {
+        "nodeClassRef": "is derived by gpu-eks (in Karpenter v1 it is {group, kind, name}); remove it",
+        "providerRef": "is the v1alpha5 form of nodeClassRef, which gpu-eks derives; remove it",
+        "ttlSecondsAfterEmpty": "is v1alpha5: use disruption {consolidationPolicy: WhenEmpty, "
+        "consolidateAfter}",
+        "ttlSecondsUntilExpired": "is v1alpha5: use expireAfter (e.g. 336h)",
+        "consolidation": "is v1alpha5: use disruption {consolidationPolicy, consolidateAfter}",
+    }
+
+    name: KubernetesName
+    """The NodePool's name (unique in the stack)."""
+    kind: Literal["gpu", "cpu"] = "gpu"
+    """`gpu`: NVIDIA GPU instances only; `cpu`: a pool for non-GPU burst work."""
+    instance_families: tuple[str, ...] = ()
+    """Allowed instance families, e.g. `[g5, g6]` (`karpenter.k8s.aws/instance-family`)."""
+    instance_types: tuple[InstanceType, ...] = ()
+    """Allowed instance types, e.g. `[g6.xlarge]` (`node.kubernetes.io/instance-type`)."""
+    gpu_names: tuple[str, ...] = ()
+    """Allowed GPU models, e.g. `[l4, a10g]` (`karpenter.k8s.aws/instance-gpu-name`)."""
+    gpu_count: GpuCount | None = None
+    """GPUs per instance (`karpenter.k8s.aws/instance-gpu-count`); any count when unset."""
+    capacity_types: tuple[CapacityType, ...] = Field(default=("on-demand",), min_length=1)
+    """`spot`, `on-demand`, `reserved` (ODCRs / Capacity Blocks, selected by `capacityReservations`).
+    Karpenter prefers reserved, then spot, then on-demand among those allowed."""
+    capacity_reservations: tuple[CapacityReservation, ...] = ()
+    """Which capacity reservations `reserved` may use."""
+    architecture: Architecture = "amd64"
+    """CPU architecture; NVIDIA GPUs on arm64 exist only in g5g."""
+    ami: str = DEFAULT_AMI
+    """`al2023@<release>` (EKS AL2023 NVIDIA AMI: driver and toolkit preinstalled) or
+    `bottlerocket@<version>` (Bottlerocket NVIDIA: driver, toolkit and device plugin built in).
+    `@latest` is allowed but never the default: AMI updates then roll nodes without review."""
+    root_volume: RootVolume = RootVolume()
+    """The root EBS volume (always encrypted)."""
+    taints: tuple[Taint, ...] | None = None
+    """Taints on every node; GPU pools default to `nvidia.com/gpu=true:NoSchedule` so only pods that
+    tolerate it (GPU workloads) land there. CPU pools default to none."""
+    startup_taints: tuple[Taint, ...] = ()
+    """Taints present at startup that something on the node removes once it is ready."""
+    labels: dict[str, str] = Field(default_factory=dict)
+    """Extra labels on every node of the pool."""
+    limits: Limits = Limits()
+    """Total resource caps of the pool; GPU pools must cap `nvidia.com/gpu`, CPU pools `cpu`."""
+    disruption: Disruption = Disruption(consolidate_after="5m")
+    """Consolidation and budgets (default: WhenEmptyOrUnderutilized after 5m)."""
+    expire_after: str = "336h"
+    """Replace nodes older than this (default 14 days: picks up AMI and security fixes), or `Never`."""
+    termination_grace_period: GoDuration | None = None
+    """Longest a draining node waits for pods before it is terminated anyway (e.g. `24h` for training)."""
+    weight: int | None = Field(default=None, ge=1, le=100)
+    """Priority among pools that fit a pod (higher first)."""
+    kubelet: Kubelet | None = None
+    """Kubelet settings."""
+    efa: bool = False
+    """Restrict to EFA-capable instance types; pods request `vpc.amazonaws.com/efa` and Karpenter attaches
+    the interfaces (needs the EFA device plugin in the cluster)."""
+    time_slicing: TimeSlicing | None = None
+    """Share GPUs between pods (GPU Operator device-plugin config). Karpenter still counts physical GPUs."""
+    mig: Mig | None = None
+    """MIG partitioning (GPU Operator MIG manager)."""
+
+    @field_validator("ami")
+    @classmethod
+    def _ami(cls, value: str) -> str:
+        if not _AMI_ALIAS.fullmatch(value):
+            raise ValueError(
+                "must be an AMI alias family@version: al2023@v20260714, bottlerocket@v1.40.0 or al2023@latest"
+            )
+        return value
+
+    @field_validator("expire_after")
+    @classmethod
+    def _expire_after(cls, value: str) -> str:
+        return _duration_or_never(value)
+
+    @field_validator("instance_families")
+    @classmethod
+    def _families(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [f for f in value if not re.fullmatch(r"[a-z][a-z0-9-]*", f)]
+        if bad:
+            raise ValueError(
+                f"{', '.join(bad)}: an instance family is the part before the dot, e.g. g6 or p5"
+            )
+        return value
+
+    @property
+    def ami_family(self) -> Literal["al2023", "bottlerocket"]:
+        return "bottlerocket" if self.ami.startswith("bottlerocket@") else "al2023"
+
+    @property
+    def effective_taints(self) -> tuple[Taint, ...]:
+        """The pool's taints, with the GPU default applied."""
+        if self.taints is not None:
+            return self.taints
+        return (GPU_TAINT,) if self.kind == "gpu" else ()
+
+    def gpu_profile(self) -> GpuPoolProfile:
+        """What the GPU Operator must know about this (GPU) pool."""
+        return GpuPoolProfile(
+            name=self.name,
+            ami_family=self.ami_family,
+            taints=self.effective_taints,
+            startup_taints=self.startup_taints,
+            instance_types=self.instance_types,
+            instance_families=self.instance_families,
+            gpu_names=self.gpu_names,
+            time_slicing_replicas=self.time_slicing.replicas if self.time_slicing else None,
+            mig_profile=self.mig.profile if self.mig else None,
+        )
+
+    def candidates(self) -> tuple[GpuInstanceType, ...]:
+        """The NVIDIA GPU instance types this pool may launch (for a GPU pool)."""
+        count = self.gpu_count or GpuCount()
+        return tuple(
+            it
+            for it in gpu_instance_types().values()
+            if it.arch == self.architecture
+            and (not self.instance_families or it.family in self.instance_families)
+            and (not self.instance_types or it.name in self.instance_types)
+            and (not self.gpu_names or it.gpu_name in self.gpu_names)
+            and count.min <= it.gpu_count <= (count.max or it.gpu_count)
+            and (not self.efa or it.efa_interfaces > 0)
+        )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        problems = self._taint_problems() + self._capacity_problems()
+        problems += self._gpu_problems() if self.kind == "gpu" else self._cpu_problems()
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    def _taint_problems(self) -> list[str]:
+        taints = list(self.effective_taints)
+        problems = []
+        for group, items in (("taints", taints), ("startupTaints", list(self.startup_taints))):
+            keys = [(t.key, t.effect) for t in items]
+            if len(set(keys)) != len(keys):
+                problems.append(f"{group} lists the same key and effect twice")
+        repeated = sorted({t.key for t in taints} & {t.key for t in self.startup_taints})
+        if repeated:
+            problems.append(
+                f"taint {', '.join(repeated)} is in both taints and startupTaints; a startup taint is "
+                "removed once the node is ready, a taint stays: choose one"
+            )
+        return problems
+
+    def _capacity_problems(self) -> list[str]:
+        if len(set(self.capacity_types)) != len(self.capacity_types):
+            return ["capacityTypes lists a type twice"]
+        if "reserved" in self.capacity_types and not self.capacity_reservations:
+            return ["capacityTypes has reserved but no capacityReservations select which reservations to use"]
+        if self.capacity_reservations and "reserved" not in self.capacity_types:
+            return ["capacityReservations are set but capacityTypes does not include reserved"]
+        return []
+
+    def _gpu_problems(self) -> list[str]:
+        problems = []
+        if self.limits.nvidia_gpu is None:
+            problems.append("a GPU pool needs limits.nvidia.com/gpu: without it GPU spend has no cap")
+        table = gpu_instance_types()
+        known_families = {it.family for it in table.values()}
+        unknown = [f for f in self.instance_families if f not in known_families]
+        unknown += [t for t in self.instance_types if t not in table]
+        unknown += [g for g in self.gpu_names if g not in {it.gpu_name for it in table.values()}]
+        if unknown:
+            return [
+                *problems,
+                f"{', '.join(unknown)}: not NVIDIA GPU instance families, types or GPU names "
+                f"(families: {', '.join(sorted(known_families))})",
+            ]
+        if self.architecture == "arm64":
+            x86_only = sorted(
+                {
+                    f
+                    for f in self.instance_families
+                    if table and not any(it.family == f and it.arch == "arm64" for it in table.values())
+                }
+            )
+            if x86_only:
+                problems.append(
+                    f"architecture arm64 contradicts instance families {', '.join(x86_only)} (amd64 only); "
+                    "the only arm64 instances with NVIDIA GPUs are g5g"
+                )
+                return problems
+        if not self.candidates():
+            problems.append(
+                "these requirements match no NVIDIA GPU instance type (architecture, families, types, "
+                "gpuNames, gpuCount" + (", efa" if self.efa else "") + " together)"
+            )
+        if self.time_slicing is not None and self.mig is not None:
+            problems.append("timeSlicing and mig together are not supported on one pool; choose one")
+        return problems
+
+    def _cpu_problems(self) -> list[str]:
+        gpu_only = [
+            key
+            for key, value in (
+                ("gpuNames", self.gpu_names),
+                ("gpuCount", self.gpu_count),
+                ("timeSlicing", self.time_slicing),
+                ("mig", self.mig),
+                ("limits.nvidia.com/gpu", self.limits.nvidia_gpu),
+            )
+            if value
+        ]
+        problems = [f"{', '.join(gpu_only)} only apply to GPU pools (kind: gpu)"] if gpu_only else []
+        if self.limits.cpu is None:
+            problems.append("a CPU pool needs limits.cpu: without it the pool's size has no cap")
+        return problems
