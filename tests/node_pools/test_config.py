@@ -1,0 +1,165 @@
+"""nodePools config: mistakes that would cost money or never work are refused, naming the key."""
+
+from typing import Any
+
+import pytest
+
+from config.errors import ConfigError
+from config.kubernetes import GPU_TAINT
+from config.node_pools import NodePoolConfig
+from config.stack import parse_stack_config
+from tests.helpers import config, run_failing
+
+GPU_POOL: dict[str, Any] = {
+    "name": "gpu-inference",
+    "instanceFamilies": ["g5", "g6"],
+    "capacityTypes": ["spot", "on-demand"],
+    "limits": {"cpu": "256", "memory": "1Ti", "nvidia.com/gpu": "16"},
+}
+
+
+def pool(**changes: Any) -> dict[str, Any]:
+    return {**GPU_POOL, **changes}
+
+
+def problems(*pools: dict[str, Any], **sections: Any) -> list[str]:
+    with pytest.raises(ConfigError) as caught:
+        parse_stack_config(config(nodePools=list(pools), **sections))
+    return [str(p) for p in caught.value.problems]
+
+
+def test_a_gpu_pool_gets_safe_defaults() -> None:
+    parsed = parse_stack_config(config(nodePools=[GPU_POOL])).node_pools[0]
+    assert parsed.effective_taints == (GPU_TAINT,)
+    assert parsed.ami == "al2023@v20260714"
+    assert parsed.expire_after == "336h"
+    assert parsed.disruption.consolidate_after == "5m"
+    assert parsed.root_volume.size_gib == 200
+    assert parsed.root_volume.type == "gp3"
+    assert {it.family for it in parsed.candidates()} == {"g5", "g6"}
+
+
+def test_a_cpu_pool_has_no_gpu_taint() -> None:
+    parsed = NodePoolConfig.model_validate({"name": "burst", "kind": "cpu", "limits": {"cpu": "64"}})
+    assert parsed.effective_taints == ()
+
+
+@pytest.mark.parametrize(
+    ("bad_pool", "expected"),
+    [
+        (
+            pool(architecture="arm64", instanceFamilies=["p5"]),
+            "gpu-eks:nodePools[0]: architecture arm64 contradicts instance families p5 (amd64 only); "
+            "the only arm64 instances with NVIDIA GPUs are g5g",
+        ),
+        (
+            pool(instanceFamilies=["g5"], gpuNames=["h100"]),
+            "gpu-eks:nodePools[0]: these requirements match no NVIDIA GPU instance type",
+        ),
+        (
+            pool(instanceFamilies=["g6"], gpuCount={"min": 16}),
+            "gpu-eks:nodePools[0]: these requirements match no NVIDIA GPU instance type",
+        ),
+        (
+            pool(instanceFamilies=["g9"]),
+            "gpu-eks:nodePools[0]: g9: not NVIDIA GPU instance families, types or GPU names",
+        ),
+        (
+            pool(limits={"cpu": "256"}),
+            "gpu-eks:nodePools[0]: a GPU pool needs limits.nvidia.com/gpu: without it GPU spend has no cap",
+        ),
+        (
+            pool(disruption={"consolidationPolicy": "WhenEmpty"}),
+            "gpu-eks:nodePools[0].disruption: consolidateAfter is required in a disruption block",
+        ),
+        (
+            pool(
+                taints=[{"key": "nvidia.com/gpu", "value": "true"}], startupTaints=[{"key": "nvidia.com/gpu"}]
+            ),
+            "gpu-eks:nodePools[0]: taint nvidia.com/gpu is in both taints and startupTaints",
+        ),
+        (
+            pool(disruption={"consolidationPolicy": "WhenUnderutilized", "consolidateAfter": "5m"}),
+            "gpu-eks:nodePools[0].disruption.consolidationPolicy = 'WhenUnderutilized': "
+            "WhenUnderutilized was renamed WhenEmptyOrUnderutilized in Karpenter v1",
+        ),
+        (
+            pool(disruption={"consolidateAfter": "5m", "expireAfter": "720h"}),
+            "gpu-eks:nodePools[0].disruption.expireAfter = '720h': moved out of disruption in Karpenter v1",
+        ),
+        (
+            pool(nodeClassRef={"apiVersion": "karpenter.k8s.aws/v1beta1", "kind": "EC2NodeClass"}),
+            "gpu-eks:nodePools[0].nodeClassRef: is derived by gpu-eks "
+            "(in Karpenter v1 it is {group, kind, name})",
+        ),
+        (
+            pool(capacityTypes=["reserved"]),
+            "gpu-eks:nodePools[0]: capacityTypes has reserved but no capacityReservations",
+        ),
+        (
+            pool(ami="al2023@v20261101x"),
+            "gpu-eks:nodePools[0].ami = 'al2023@v20261101x': must be an AMI alias",
+        ),
+        (pool(ami="al2@latest"), "gpu-eks:nodePools[0].ami = 'al2@latest': must be an AMI alias"),
+        (pool(expireAfter="14d"), "gpu-eks:nodePools[0].expireAfter = '14d': must be a duration"),
+        (
+            pool(rootVolume={"throughput": 1000, "iops": 3000}),
+            "gpu-eks:nodePools[0].rootVolume: gp3 throughput may be at most IOPS/4",
+        ),
+        (
+            pool(disruption={"consolidateAfter": "5m", "budgets": [{"nodes": "0", "schedule": "0 9 * * *"}]}),
+            "gpu-eks:nodePools[0].disruption.budgets[0]: schedule and duration must be set together",
+        ),
+        (
+            pool(instanceFamilies=["g5"], efa=True, instanceTypes=["g5.xlarge"]),
+            "gpu-eks:nodePools[0]: these requirements match no NVIDIA GPU instance type",
+        ),
+        (
+            pool(mig={"profile": "all-1g.10gb"}),
+            "gpu-eks:nodePools[0]: GPU pool 'gpu-inference' asks for MIG, but it may launch instance types "
+            "whose GPUs have no MIG",
+        ),
+        (
+            {"name": "burst", "kind": "cpu", "gpuNames": ["l4"], "limits": {"cpu": "64"}},
+            "gpu-eks:nodePools[0]: gpuNames only apply to GPU pools (kind: gpu)",
+        ),
+        ({"name": "burst", "kind": "cpu"}, "gpu-eks:nodePools[0]: a CPU pool needs limits.cpu"),
+    ],
+)
+def test_costly_or_impossible_pools_are_refused(bad_pool: dict[str, Any], expected: str) -> None:
+    found = problems(bad_pool)
+    assert len(found) == 1, found
+    assert found[0].startswith(expected), found[0]
+
+
+def test_duplicate_pool_names_are_refused() -> None:
+    found = problems(GPU_POOL, pool(instanceFamilies=["g6e"]))
+    assert found == [
+        "gpu-eks:nodePools[1].name = 'gpu-inference': pool name is already used by nodePools[0]; "
+        "names must be unique"
+    ]
+
+
+def test_g5g_is_the_arm64_gpu_family() -> None:
+    parsed = parse_stack_config(config(nodePools=[pool(architecture="arm64", instanceFamilies=["g5g"])]))
+    assert {it.arch for it in parsed.node_pools[0].candidates()} == {"arm64"}
+
+
+def test_efa_restricts_candidates_to_efa_capable_types() -> None:
+    parsed = parse_stack_config(config(nodePools=[pool(instanceFamilies=["p4d", "p5"], efa=True)]))
+    assert all(it.efa_interfaces > 0 for it in parsed.node_pools[0].candidates())
+
+
+@pytest.mark.parametrize(
+    "bad_pool",
+    [
+        pool(architecture="arm64", instanceFamilies=["p5"]),
+        pool(limits={"cpu": "1"}),
+        pool(disruption={"consolidationPolicy": "WhenUnderutilized", "consolidateAfter": "5m"}),
+    ],
+)
+def test_nothing_is_registered_for_a_bad_pool(bad_pool: dict[str, Any]) -> None:
+    error, monitor = run_failing(nodePools=[bad_pool])
+    assert isinstance(error, ConfigError)
+    assert "gpu-eks:nodePools[0]" in str(error)
+    assert monitor.registrations == []
