@@ -1,0 +1,98 @@
+"""The output contract of a gpu-eks stack: the names, types and meaning of what other stacks may read.
+
+Consumers read these through `pulumi.StackReference(...).require_output("<name>")` and may validate what
+they get with these models (`StackOutputs.model_validate(values)`, `GpuPool.model_validate(pool)`). The
+program exports exactly these names (a test enforces it); renaming or removing one is a breaking change.
+"""
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+
+class _Contract(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
+
+
+class Toleration(_Contract):
+    """A pod toleration in the Kubernetes API shape."""
+
+    key: str
+    operator: Literal["Equal", "Exists"]
+    value: str | None = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+class Taint(_Contract):
+    """A node taint in the Kubernetes API shape."""
+
+    key: str
+    value: str | None = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+class GpuPool(_Contract):
+    """One Karpenter pool a workload can target."""
+
+    name: str
+    """NodePool name; `nodeSelector` below selects it."""
+    kind: Literal["gpu", "cpu"]
+    capacity_types: list[Literal["spot", "on-demand", "reserved"]]
+    """What the pool may launch; a `spot` pool's pods must tolerate interruption."""
+    taints: list[Taint]
+    """Taints of the pool's nodes."""
+    tolerations: list[Toleration]
+    """Tolerations a pod needs to be scheduled on the pool (one per taint)."""
+    node_selector: dict[str, str]
+    """Node selector that pins a pod to this pool (`karpenter.sh/nodepool: <name>`)."""
+    labels: dict[str, str]
+    """Labels every node of the pool carries (besides Karpenter's and the GPU Operator's own)."""
+    gpu_limit: str | None
+    """`nvidia.com/gpu` cap of the pool (physical GPUs), None for CPU pools."""
+    gpu_resource: str | None
+    """The extended resource a pod requests for one GPU on this pool (`nvidia.com/gpu`, or a MIG resource)."""
+    time_slicing_replicas: int | None
+    """Pods per physical GPU when the pool time-slices, else None."""
+    mig_profile: str | None
+    """MIG configuration of the pool's GPUs, else None."""
+
+
+class StackOutputs(_Contract):
+    """Every output of a gpu-eks stack."""
+
+    region: str
+    """AWS region of the cluster."""
+    cluster_name: str
+    cluster_endpoint: str
+    """Kubernetes API server URL."""
+    cluster_certificate_authority: str
+    """Base64 CA bundle of the API server."""
+    kubeconfig: dict[str, Any] | str
+    """Kubeconfig authenticating with `aws eks get-token` (a secret output)."""
+    oidc_provider_arn: str
+    """IAM OIDC provider of the cluster, for IRSA roles of other stacks."""
+    oidc_provider_url: str
+    """OIDC issuer without `https://`, for IRSA trust conditions."""
+    vpc_id: str
+    private_subnet_ids: list[str]
+    karpenter_node_role_name: str
+    """IAM role of Karpenter's nodes (e.g. for extra EC2NodeClasses of other stacks)."""
+    karpenter_interruption_queue_name: str | None
+    """SQS queue for interruption events, None when interruption handling is off."""
+    karpenter_namespace: str
+    gpu_pools: list[GpuPool] = Field(default_factory=list)
+    """The pools workloads can target."""
+    gpu_toleration: Toleration
+    """The toleration a GPU workload needs for the default GPU taint (`nvidia.com/gpu`, any value)."""
+    gpu_operator_namespace: str
+
+
+OUTPUT_NAMES: tuple[str, ...] = tuple(f.alias or n for n, f in StackOutputs.model_fields.items())
+"""The exported names, in contract order."""
+
+SECRET_OUTPUTS = frozenset({"kubeconfig"})
+"""Outputs exported as Pulumi secrets."""
+
+GPU_TOLERATION = Toleration(key="nvidia.com/gpu", operator="Exists", effect="NoSchedule")
+"""Tolerates the default GPU taint whatever its value."""
