@@ -8,7 +8,8 @@ Conventions of every model in this package
   prune it).
 - `strict=True`: no coercion, so `"5"` is not an integer and `1` is not a boolean, as in the API
   server's OpenAPI type check.
-- `frozen=True`: a manifest is built once and then only passed around; `model_copy(update=...)` varies one.
+- `frozen=True`: a manifest is built once and then only passed around (note that `model_copy(update=...)`
+  does not validate: build a variant through the constructor or `model_validate` instead).
 - Patterns, enums (`Literal`) and bounds are copied from the CRD schemas verbatim; the CEL rules of the
   CRDs (`x-kubernetes-validations`) are re-implemented as pydantic validators whose messages say what to
   change. `tests/karpenter_api/` proves both against the vendored CRDs of Karpenter 1.14.1.
