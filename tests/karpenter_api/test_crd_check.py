@@ -173,7 +173,11 @@ def test_schema_violations_of_the_node_class(change: Callable[[dict[str, Any]], 
 
 
 def test_type_errors_stop_cel_evaluation_like_the_api_server() -> None:
-    manifest = _pool(lambda m: (m["spec"].update(weight="10"), _template(m)["nodeClassRef"].update(name="")))
+    def change(manifest: dict[str, Any]) -> None:
+        manifest["spec"]["weight"] = "10"
+        _template(manifest)["nodeClassRef"]["name"] = ""
+
+    manifest = _pool(change)
     problems = check(manifest)
     assert [p.rule for p in problems if p.rule is not None] == []
     assert str(problems[-1]) == (

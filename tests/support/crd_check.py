@@ -39,9 +39,10 @@ from pathlib import Path
 from typing import Any
 
 import celpy
-import re2
+import re2  # type: ignore[import-untyped]
 import yaml
 from celpy import celtypes
+from celpy.adapter import json_to_cel
 from celpy.evaluation import CELEvalError
 
 __all__ = [
@@ -449,9 +450,9 @@ _ABSENT = object()
 
 def _evaluate(rule: Rule, value: Any, old: Any) -> str | None:
     """None when the rule holds; otherwise the message the API server would give."""
-    activation = {"self": celpy.json_to_cel(value)}
+    activation = {"self": json_to_cel(value)}
     if rule.transition:
-        activation["oldSelf"] = celpy.json_to_cel(old)
+        activation["oldSelf"] = json_to_cel(old)
     try:
         result = _program(rule.rule).evaluate(activation)
     except CELEvalError as error:
@@ -459,7 +460,7 @@ def _evaluate(rule: Rule, value: Any, old: Any) -> str | None:
         return f"{rule.message} (rule {rule.rule!r} failed to evaluate: {reason})"
     if isinstance(result, CELEvalError):
         return f"{rule.message} (rule {rule.rule!r} failed to evaluate: {result.args[0]})"
-    return None if result is True or result == celtypes.BoolType(True) else rule.message
+    return None if isinstance(result, celtypes.BoolType) and bool(result) else rule.message
 
 
 def _check_cel(
@@ -535,7 +536,7 @@ def check(manifest: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> 
         return [
             Violation("<root>", f"a manifest must be an object, got {_json_type(manifest)}", blocking=True)
         ]
-    api_version, kind = manifest.get("apiVersion"), manifest.get("kind")
+    api_version, kind = str(manifest.get("apiVersion")), str(manifest.get("kind"))
     if (api_version, kind) not in _crds():
         return [Violation("apiVersion", f"no vendored CRD serves kind {kind!r} in {api_version!r}")]
     version = _crds()[api_version, kind]
