@@ -7,6 +7,7 @@ pattern, bounds, list semantics (`x-kubernetes-list-type: set` <-> `uniqueItems`
 `status` is the only part of the CRDs the models leave out, on purpose (it is controller-owned).
 """
 
+import functools
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -32,8 +33,9 @@ _IGNORED_BY_THE_API_SERVER = {
 _LEFT_OUT = {"status"}
 
 
+@functools.cache
 def _crd(file: str) -> tuple[str, Schema]:
-    doc = yaml.safe_load((CRD_DIR / file).read_text())
+    doc = yaml.load((CRD_DIR / file).read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     (version,) = [v for v in doc["spec"]["versions"] if v["name"] == "v1"]
     return f"{doc['spec']['group']}/v1", version["schema"]["openAPIV3Schema"]
 
