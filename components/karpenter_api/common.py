@@ -39,9 +39,13 @@ models always produce identical YAML/JSON, whatever order labels, tags or limits
 import re
 from typing import Annotated, Any, Final
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, GetCoreSchemaHandler, GetJsonSchemaHandler
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import core_schema
 
 __all__ = [
+    "INT32",
+    "INT64",
     "QUANTITY_PATTERN",
     "KarpenterModel",
     "LabelValue",
@@ -61,6 +65,38 @@ class KarpenterModel(BaseModel):
         frozen=True,
         use_attribute_docstrings=True,
     )
+
+
+class _IntFormat:
+    """An integer `format` of the CRD (`int32`, `int64`): the API server refuses values outside its range.
+
+    Put it last in `Annotated[int, Field(ge=..., le=...), INT32]`; it adds `format` to the JSON schema, where
+    the tests compare it with the CRD.
+    """
+
+    def __init__(self, name: str, bits: int) -> None:
+        self.name, self.low, self.high = name, -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+
+    def _check(self, value: int) -> int:
+        if not self.low <= value <= self.high:
+            raise ValueError(f"{value} does not fit in the CRD's {self.name} ({self.low}..{self.high})")
+        return value
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return core_schema.no_info_after_validator_function(self._check, handler(source))
+
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        json_schema = handler(schema)
+        json_schema["format"] = self.name
+        return json_schema
+
+
+INT32: Final = _IntFormat("int32", 32)
+INT64: Final = _IntFormat("int64", 64)
 
 
 QUANTITY_PATTERN: Final = (

@@ -21,7 +21,7 @@ from typing import Annotated, Final, Literal
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
-from components.karpenter_api.common import KarpenterModel, ObjectMeta, Quantity
+from components.karpenter_api.common import INT32, INT64, KarpenterModel, ObjectMeta, Quantity
 from components.karpenter_api.nodepool import NodeClassReference
 
 __all__ = [
@@ -249,15 +249,15 @@ class BlockDevice(KarpenterModel):
     """Delete the volume when the instance terminates."""
     encrypted: bool | None = None
     """Encrypt the volume."""
-    iops: int | None = None
+    iops: Annotated[int, INT64] | None = None
     """Provisioned IOPS (gp3 3000-16000, io1/io2 100-64000)."""
     kms_key_id: str | None = Field(default=None, alias="kmsKeyID")
     """KMS key (id, alias or ARN) for encryption."""
     snapshot_id: str | None = Field(default=None, alias="snapshotID")
     """Snapshot to create the volume from."""
-    throughput: int | None = None
+    throughput: Annotated[int, INT64] | None = None
     """gp3 throughput in MiB/s (125-1000)."""
-    volume_initialization_rate: Annotated[int, Field(ge=100, le=300)] | None = Field(
+    volume_initialization_rate: Annotated[int, Field(ge=100, le=300), INT32] | None = Field(
         default=None, alias="volumeInitializationRate"
     )
     """Snapshot download rate in MiB/s (100-300); only with `snapshotID`."""
@@ -291,15 +291,15 @@ class BlockDeviceMapping(KarpenterModel):
 class ConnectionTracking(KarpenterModel):
     """Idle connection-tracking timeouts (s) of the ENIs Karpenter provisions; at least one must be set."""
 
-    tcp_established_timeout: Annotated[int, Field(ge=60, le=432000)] | None = Field(
+    tcp_established_timeout: Annotated[int, Field(ge=60, le=432000), INT32] | None = Field(
         default=None, alias="tcpEstablishedTimeout"
     )
     """Idle established TCP connections, 60-432000 s."""
-    udp_stream_timeout: Annotated[int, Field(ge=60, le=180)] | None = Field(
+    udp_stream_timeout: Annotated[int, Field(ge=60, le=180), INT32] | None = Field(
         default=None, alias="udpStreamTimeout"
     )
     """Idle UDP streams, 60-180 s."""
-    udp_timeout: Annotated[int, Field(ge=30, le=60)] | None = Field(default=None, alias="udpTimeout")
+    udp_timeout: Annotated[int, Field(ge=30, le=60), INT32] | None = Field(default=None, alias="udpTimeout")
     """Idle one-direction UDP flows, 30-60 s."""
 
     @model_validator(mode="after")
@@ -336,7 +336,9 @@ class KubeletConfiguration(KarpenterModel):
         | None
     ) = Field(default=None, alias="evictionHard")
     """Hard eviction thresholds per signal (`{"memory.available": "5%"}`)."""
-    eviction_max_pod_grace_period: int | None = Field(default=None, alias="evictionMaxPodGracePeriod")
+    eviction_max_pod_grace_period: Annotated[int, INT32] | None = Field(
+        default=None, alias="evictionMaxPodGracePeriod"
+    )
     """Longest grace period (s) for pods evicted by soft thresholds."""
     eviction_soft: (
         Annotated[
@@ -349,11 +351,11 @@ class KubeletConfiguration(KarpenterModel):
         Annotated[dict[str, str], _eviction_keys("evictionSoftGracePeriod")] | None
     ) = Field(default=None, alias="evictionSoftGracePeriod")
     """Grace period per soft eviction signal (`{"memory.available": "1m"}`)."""
-    image_gc_high_threshold_percent: Annotated[int, Field(ge=0, le=100)] | None = Field(
+    image_gc_high_threshold_percent: Annotated[int, Field(ge=0, le=100), INT32] | None = Field(
         default=None, alias="imageGCHighThresholdPercent"
     )
     """Disk usage (%) above which image GC always runs; must exceed the low threshold."""
-    image_gc_low_threshold_percent: Annotated[int, Field(ge=0, le=100)] | None = Field(
+    image_gc_low_threshold_percent: Annotated[int, Field(ge=0, le=100), INT32] | None = Field(
         default=None, alias="imageGCLowThresholdPercent"
     )
     """Disk usage (%) image GC frees down to."""
@@ -361,9 +363,9 @@ class KubeletConfiguration(KarpenterModel):
         default=None, alias="kubeReserved"
     )
     """Resources reserved for Kubernetes daemons (`cpu`, `memory`, `ephemeral-storage`, `pid`)."""
-    max_pods: Annotated[int, Field(ge=0)] | None = Field(default=None, alias="maxPods")
+    max_pods: Annotated[int, Field(ge=0), INT32] | None = Field(default=None, alias="maxPods")
     """Override of the node's pod capacity."""
-    pods_per_core: Annotated[int, Field(ge=0)] | None = Field(default=None, alias="podsPerCore")
+    pods_per_core: Annotated[int, Field(ge=0), INT32] | None = Field(default=None, alias="podsPerCore")
     """Pods per CPU core (never more than maxPods)."""
     system_reserved: Annotated[dict[str, Quantity], _reserved("systemReserved")] | None = Field(
         default=None, alias="systemReserved"
@@ -401,7 +403,7 @@ class MetadataOptions(KarpenterModel):
     ) = Field(default=None, alias="httpProtocolIPv6")
     """IMDS IPv6 endpoint. Server default: `disabled`."""
     http_put_response_hop_limit: (
-        Annotated[int, Field(ge=1, le=64, json_schema_extra={"serverDefault": 1})] | None
+        Annotated[int, Field(ge=1, le=64, json_schema_extra={"serverDefault": 1}), INT64] | None
     ) = Field(default=None, alias="httpPutResponseHopLimit")
     """IMDS PUT response hop limit, 1-64; 1 keeps IMDS out of reach of pods. Server default: `1`."""
     http_tokens: (
@@ -414,11 +416,11 @@ class MetadataOptions(KarpenterModel):
 class NetworkInterface(KarpenterModel):
     """A network interface (ENA or EFA-only) attached to the instance."""
 
-    device_index: Annotated[int, Field(ge=0)] = Field(alias="deviceIndex")
+    device_index: Annotated[int, Field(ge=0), INT32] = Field(alias="deviceIndex")
     """Device index of the attachment."""
     interface_type: Literal["interface", "efa-only"] = Field(alias="interfaceType")
     """`interface` (ENA, optionally with EFA) or `efa-only`."""
-    network_card_index: Annotated[int, Field(ge=0)] = Field(alias="networkCardIndex")
+    network_card_index: Annotated[int, Field(ge=0), INT32] = Field(alias="networkCardIndex")
     """Network card the interface attaches to."""
 
 
@@ -459,7 +461,7 @@ class EC2NodeClassSpec(KarpenterModel):
     """Existing instance profile for the nodes; exactly one of `role` and `instanceProfile`."""
     instance_store_policy: Literal["RAID0"] | None = Field(default=None, alias="instanceStorePolicy")
     """`RAID0` assembles the instance-store NVMe disks into one array for kubelet and containers."""
-    ip_prefix_count: Annotated[int, Field(ge=0)] | None = Field(default=None, alias="ipPrefixCount")
+    ip_prefix_count: Annotated[int, Field(ge=0), INT32] | None = Field(default=None, alias="ipPrefixCount")
     """IPv4 prefixes to assign to the primary network interface."""
     kubelet: KubeletConfiguration | None = None
     """Kubelet settings."""

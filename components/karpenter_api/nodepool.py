@@ -24,7 +24,7 @@ from typing import Annotated, Final, Literal
 
 from pydantic import AfterValidator, AwareDatetime, Field, model_validator
 
-from components.karpenter_api.common import KarpenterModel, LabelValue, ObjectMeta, Quantity
+from components.karpenter_api.common import INT32, INT64, KarpenterModel, LabelValue, ObjectMeta, Quantity
 
 __all__ = [
     "Budget",
@@ -344,11 +344,11 @@ class NodePoolSpec(KarpenterModel):
     """Disruption settings. Server default: `{consolidateAfter: 0s}` (consolidate immediately, 10% budget)."""
     limits: dict[str, int | Quantity] | None = None
     """Upper bounds of the pool's total capacity (`cpu`, `memory`, `nvidia.com/gpu`, `nodes`)."""
-    replicas: Annotated[int, Field(ge=0)] | None = None
+    replicas: Annotated[int, Field(ge=0), INT64] | None = None
     """(Alpha) fixed node count: makes the pool static; then only `limits.nodes` and no `weight`."""
     template: NodeClaimTemplate
     """Template of the nodes."""
-    weight: Annotated[int, Field(ge=1, le=100)] | None = None
+    weight: Annotated[int, Field(ge=1, le=100), INT32] | None = None
     """Priority among pools (1-100, higher first); unset counts as 0."""
 
     @model_validator(mode="after")

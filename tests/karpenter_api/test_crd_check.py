@@ -5,8 +5,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
-from components.karpenter_api import to_manifest
+from components.karpenter_api import EC2NodeClass, to_manifest
 from tests.karpenter_api.examples import gpu_node_class, gpu_node_pool
 from tests.support.crd_check import check, rules, served, unsupported_functions, validate
 
@@ -224,3 +225,11 @@ def test_array_level_max_length_on_requirement_values_is_ignored_like_the_api_se
     long_value = "x" * 64 + "-"
     manifest = _pool(lambda m: _template(m)["requirements"][1].update(values=[long_value]))
     assert validate(manifest) == []
+
+
+def test_integer_formats_are_range_checked_by_both() -> None:
+    manifest = _node_class(lambda m: m["spec"].update(kubelet={"maxPods": 2**31}))
+    assert validate(manifest) == ["spec.kubelet.maxPods: 2147483648 does not fit in int32"]
+    with pytest.raises(ValidationError, match=r"2147483648 does not fit in the CRD's int32"):
+        EC2NodeClass.model_validate(manifest)
+    assert validate(_node_class(lambda m: m["spec"].update(kubelet={"maxPods": 2**31 - 1}))) == []

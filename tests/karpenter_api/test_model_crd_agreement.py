@@ -84,8 +84,8 @@ class _Walker:
         for keyword in _BOUNDS:
             if keyword not in ignored and crd.get(keyword) != model.get(keyword):
                 self.fail(path, f"{keyword} {crd.get(keyword)!r} != model {model.get(keyword)!r}")
-        if crd.get("format") == "date-time" and model.get("format") != "date-time":
-            self.fail(path, f"format date-time, model has {model.get('format')!r}")
+        if crd.get("format") != model.get("format"):
+            self.fail(path, f"format {crd.get('format')!r} != model {model.get('format')!r}")
         if crd.get("default") != model.get("serverDefault"):
             self.fail(
                 path, f"default {crd.get('default')!r} != model serverDefault {model.get('serverDefault')!r}"

@@ -8,8 +8,9 @@
 2. check the object against the version's `openAPIV3Schema` (structural schema: `type`, `properties`,
    `required`, `additionalProperties`, `enum`, `pattern` (RE2, unanchored), `minLength`/`maxLength`,
    `minimum`/`maximum`, `minItems`/`maxItems`, `maxProperties`, `anyOf`, `x-kubernetes-int-or-string`,
-   `x-kubernetes-list-type` `set`/`map` uniqueness, `format: date-time`); unknown fields are reported as
-   errors, as `kubectl --validate=strict` and server-side apply report them, instead of being pruned;
+   `x-kubernetes-list-type` `set`/`map` uniqueness, `format` `date-time`/`int32`/`int64`); unknown fields
+   are reported as errors, as `kubectl --validate=strict` and server-side apply report them, instead of
+   being pruned;
 3. check `metadata` the way the API server checks any object's metadata (name, label and annotation keys);
 4. unless step 2 found a type or enum error (the API server then skips CEL, since the rules could not be
    typed), evaluate every `x-kubernetes-validations` rule with cel-python at each place the schema puts it.
@@ -283,6 +284,7 @@ def _type_ok(value: Any, schema: Mapping[str, Any]) -> bool:
     return actual == expected or (value is None and schema.get("nullable", False))
 
 
+_INT_FORMAT_BITS = {"int32": 32, "int64": 64}
 _RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$", re.ASCII)
 
 
@@ -322,6 +324,9 @@ def _check_schema(value: Any, schema: Mapping[str, Any], path: str, out: list[Vi
             out.append(Violation(where, f"{value} is less than the minimum {schema['minimum']}"))
         if "maximum" in schema and value > schema["maximum"]:
             out.append(Violation(where, f"{value} is greater than the maximum {schema['maximum']}"))
+        bits = _INT_FORMAT_BITS.get(schema.get("format", ""))
+        if bits is not None and isinstance(value, int) and not -(2 ** (bits - 1)) <= value < 2 ** (bits - 1):
+            out.append(Violation(where, f"{value} does not fit in {schema['format']}"))
     elif isinstance(value, list):
         _check_array(value, schema, path, out)
     elif isinstance(value, dict):
