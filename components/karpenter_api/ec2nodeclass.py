@@ -557,7 +557,8 @@ class EC2NodeClassSpec(KarpenterModel):
                 )
         # CRD: !self.all(x, has(x.id) && (...)) - refuses only when every term mixes, and refuses [].
         if all(
-            t.id is not None and (t.tags is not None or t.owner_id is not None or t.instance_match_criteria)
+            t.id is not None
+            and (t.tags is not None or t.owner_id is not None or t.instance_match_criteria is not None)
             for t in terms
         ):
             if not terms:

@@ -9,7 +9,15 @@ from pydantic import ValidationError
 
 from components.karpenter_api import EC2NodeClass, to_manifest
 from tests.karpenter_api.examples import gpu_node_class, gpu_node_pool
-from tests.support.crd_check import check, rules, served, unsupported_functions, validate
+from tests.support.crd_check import (
+    SUPPORTED_FUNCTIONS,
+    check,
+    functions_called,
+    rules,
+    served,
+    unsupported_functions,
+    validate,
+)
 
 NODE_POOL = to_manifest(gpu_node_pool())
 NODE_CLASS = to_manifest(gpu_node_class())
@@ -47,6 +55,12 @@ def test_every_function_the_rules_call_is_implemented(api_version: str, kind: st
     """A CRD bump that brings a new CEL function fails here instead of being evaluated wrongly."""
     assert rules(api_version, kind), "each served CRD has rules"
     assert unsupported_functions(api_version, kind) == {}
+
+
+def test_a_function_outside_the_supported_set_is_detected() -> None:
+    called = functions_called("self.all(x, x.lowerAscii().startsWith(self.split('/')[0]))")
+    assert called == {"all", "lowerAscii", "startsWith", "split"}
+    assert called - SUPPORTED_FUNCTIONS == {"lowerAscii"}
 
 
 def test_counts_the_rules_of_the_crds() -> None:

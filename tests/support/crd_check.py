@@ -49,10 +49,12 @@ from celpy.evaluation import CELEvalError
 
 __all__ = [
     "CRD_DIR",
+    "SUPPORTED_FUNCTIONS",
     "Rule",
     "Violation",
     "apply_defaults",
     "check",
+    "functions_called",
     "rules",
     "served",
     "unsupported_functions",
@@ -199,6 +201,8 @@ _CEL_BUILTINS = frozenset(celpy.evaluation.base_functions) | {
     "filter",
     "map",
 }
+SUPPORTED_FUNCTIONS = _CEL_BUILTINS | set(_EXTENSIONS)
+"""Every function a rule may call: cel-python's own plus the Kubernetes extensions above."""
 _ENV = celpy.Environment()
 
 
@@ -208,7 +212,8 @@ def _program(rule: str) -> celpy.Runner:
     return _ENV.program(_ENV.compile(rule), functions=_EXTENSIONS)
 
 
-def _called_functions(rule: str) -> set[str]:
+def functions_called(rule: str) -> set[str]:
+    """Names of the functions, methods and macros a CEL expression calls."""
     tree = _ENV.compile(rule)
     names: set[str] = set()
     for node in tree.iter_subtrees():
@@ -222,10 +227,9 @@ def _called_functions(rule: str) -> set[str]:
 
 def unsupported_functions(api_version: str, kind: str) -> dict[str, set[str]]:
     """Functions called by the CRD's rules that neither cel-python nor this module implements, by rule."""
-    known = _CEL_BUILTINS | set(_EXTENSIONS)
     missing: dict[str, set[str]] = {}
     for rule in rules(api_version, kind):
-        unknown = _called_functions(rule.rule) - known
+        unknown = functions_called(rule.rule) - SUPPORTED_FUNCTIONS
         if unknown:
             missing[rule.rule] = unknown
     return missing
