@@ -307,8 +307,7 @@ NODE_CLASS_CASES = [
         NODE_CLASS,
         "spec.amiSelectorTerms[*].alias",
         "family is not supported, must be one of the following: 'al2', 'al2023', 'bottlerocket', "
-        "'windows2019', "
-        "'windows2022', 'windows2025'",
+        "'windows2019', 'windows2022', 'windows2025'",
         _set("spec.amiSelectorTerms.0.alias", "ubuntu@v20260714"),
         "alias family 'ubuntu' is not supported",
     ),
@@ -508,8 +507,7 @@ NODE_CLASS_CASES = [
         NODE_CLASS,
         "spec.networkInterfaces",
         "networkInterfaces must not have duplicate networkCardIndex and deviceIndex pairs, and can have at "
-        "most "
-        "one efa device per network card",
+        "most one efa device per network card",
         _set("spec.networkInterfaces", [_IFACE, _IFACE]),
         "networkInterfaces repeat networkCardIndex 0 / deviceIndex 0",
     ),
@@ -555,8 +553,7 @@ NODE_CLASS_CASES = [
         NODE_CLASS,
         "spec.securityGroupSelectorTerms",
         "'id' is mutually exclusive, cannot be set with a combination of other fields in a security group "
-        "selector "
-        "term",
+        "selector term",
         _set("spec.securityGroupSelectorTerms", [{"id": "sg-0123456789abcdef0", "tags": {"team": "ml"}}]),
         "securityGroupSelectorTerm 'id' cannot be combined",
     ),
