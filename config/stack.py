@@ -9,6 +9,7 @@ import pulumi.runtime.config as runtime_config
 from pydantic import ValidationError
 
 from components.gpu_operator_values import validate_gpu_pools
+from components.node_pools import plan
 from config.base import ConfigModel
 from config.cluster import ClusterConfig
 from config.errors import (
@@ -83,6 +84,14 @@ def _node_pool_problems(config: StackConfig) -> list[ConfigProblem]:
             validate_gpu_pools([p.gpu_profile() for p in config.gpu_pools], config.gpu_operator)
         except ValueError as exc:
             problems.append(ConfigProblem(f"{PROJECT}:nodePools", str(exc)))
+    if not problems:
+        # Build the Karpenter objects now: what the API server would refuse is refused before any resource.
+        for index, pool in enumerate(config.node_pools):
+            try:
+                plan([pool], cluster_name=config.cluster.name, tags={})
+            except ValidationError as exc:
+                messages = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
+                problems.append(ConfigProblem(f"{PROJECT}:nodePools[{index}]", messages))
     return problems
 
 

@@ -111,7 +111,7 @@ def test_addons_pod_identity_before_nodes_and_coredns_after(dev: ProgramRun) -> 
 
 def test_admin_access_entries(prod: ProgramRun) -> None:
     entries = prod.of_type("aws:eks/accessEntry:AccessEntry")
-    assert [e.inputs["principalArn"] for e in entries] == [
+    assert sorted(e.inputs["principalArn"] for e in entries) == [
         "arn:aws:iam::111122223333:role/platform-admin",
         "arn:aws:iam::111122223333:role/platform-break-glass",
     ]

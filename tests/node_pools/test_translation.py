@@ -1,0 +1,224 @@
+"""Pool config -> Karpenter v1 objects: pure translation, checked against the real CRDs and CEL rules."""
+
+from typing import Any
+
+import pytest
+
+from components.karpenter_api import to_manifest
+from components.network import DISCOVERY_TAG
+from components.node_pools import POOL_LABEL, plan, requirements
+from config.errors import ConfigError
+from config.node_pools import NodePoolConfig
+from config.stack import parse_stack_config
+from tests.helpers import config
+from tests.support.crd_check import validate
+
+INFERENCE: dict[str, Any] = {
+    "name": "gpu-inference",
+    "instanceFamilies": ["g5", "g6"],
+    "capacityTypes": ["spot", "on-demand"],
+    "limits": {"cpu": "256", "memory": "1Ti", "nvidia.com/gpu": "16"},
+    "timeSlicing": {"replicas": 4},
+}
+TRAINING: dict[str, Any] = {
+    "name": "gpu-training",
+    "instanceFamilies": ["p4d", "p5"],
+    "efa": True,
+    "limits": {"nvidia.com/gpu": "64"},
+    "disruption": {
+        "consolidationPolicy": "WhenEmpty",
+        "consolidateAfter": "1h",
+        "budgets": [{"nodes": "0", "schedule": "0 8 * * mon-fri", "duration": "10h", "reasons": ["Drifted"]}],
+    },
+    "terminationGracePeriod": "24h",
+    "rootVolume": {"sizeGib": 500},
+    "kubelet": {"imageGCHighThresholdPercent": 80, "imageGCLowThresholdPercent": 60},
+}
+BOTTLEROCKET: dict[str, Any] = {
+    "name": "gpu-br",
+    "instanceTypes": ["g6.xlarge", "g6.2xlarge"],
+    "ami": "bottlerocket@v1.40.0",
+    "limits": {"nvidia.com/gpu": "4"},
+    "startupTaints": [{"key": "example.com/warming", "effect": "NoSchedule"}],
+}
+RESERVED: dict[str, Any] = {
+    "name": "gpu-reserved",
+    "instanceTypes": ["p5.48xlarge"],
+    "capacityTypes": ["reserved", "on-demand"],
+    "capacityReservations": [{"id": "cr-0123456789abcdef0"}],
+    "limits": {"nvidia.com/gpu": "8"},
+    "weight": 50,
+}
+CPU: dict[str, Any] = {
+    "name": "cpu-burst",
+    "kind": "cpu",
+    "capacityTypes": ["spot"],
+    "limits": {"cpu": "128"},
+}
+ALL = [INFERENCE, TRAINING, BOTTLEROCKET, RESERVED, CPU]
+
+
+def pools(*raw: dict[str, Any]) -> list[NodePoolConfig]:
+    return list(parse_stack_config(config(nodePools=list(raw))).node_pools)
+
+
+def manifests(*raw: dict[str, Any]) -> list[dict[str, Any]]:
+    result = []
+    for item in plan(pools(*raw), cluster_name="ml-dev", tags={"team": "ml"}):
+        result.append(to_manifest(item.node_class))
+        result += [to_manifest(p) for p in item.node_pools]
+    return result
+
+
+@pytest.mark.parametrize("raw", ALL, ids=[p["name"] for p in ALL])
+def test_every_object_passes_the_api_server_schema_and_cel_rules(raw: dict[str, Any]) -> None:
+    for manifest in manifests(raw):
+        assert validate(manifest) == [], manifest
+
+
+def _requirement(pool: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    (node_pool,) = [m for m in manifests(pool) if m["kind"] == "NodePool"]
+    return [r for r in node_pool["spec"]["template"]["spec"]["requirements"] if r["key"] == key]
+
+
+@pytest.mark.parametrize("raw", [INFERENCE, TRAINING, BOTTLEROCKET, RESERVED], ids=lambda p: p["name"])
+def test_gpu_pools_always_require_gpus_from_nvidia(raw: dict[str, Any]) -> None:
+    assert _requirement(raw, "karpenter.k8s.aws/instance-gpu-count") == [
+        {"key": "karpenter.k8s.aws/instance-gpu-count", "operator": "Gt", "values": ["0"]}
+    ]
+    assert _requirement(raw, "karpenter.k8s.aws/instance-gpu-manufacturer")[0]["values"] == ["nvidia"]
+
+
+def test_gpu_count_range_becomes_gt_and_lt() -> None:
+    reqs = [
+        (r.key, r.operator, r.values)
+        for r in requirements(pools({**INFERENCE, "gpuCount": {"min": 4, "max": 8}})[0])
+        if r.key == "karpenter.k8s.aws/instance-gpu-count"
+    ]
+    assert reqs == [
+        ("karpenter.k8s.aws/instance-gpu-count", "Gt", ["3"]),
+        ("karpenter.k8s.aws/instance-gpu-count", "Lt", ["9"]),
+    ]
+
+
+def test_selectors_use_the_discovery_tag_and_the_karpenter_node_role() -> None:
+    node_class = manifests(INFERENCE)[0]["spec"]
+    assert node_class["subnetSelectorTerms"] == [{"tags": {DISCOVERY_TAG: "ml-dev"}}]
+    assert node_class["securityGroupSelectorTerms"] == [{"tags": {DISCOVERY_TAG: "ml-dev"}}]
+    assert node_class["role"] == "KarpenterNodeRole-ml-dev"
+    assert node_class["amiSelectorTerms"] == [{"alias": "al2023@v20260714"}]
+    assert node_class["metadataOptions"] == {
+        "httpEndpoint": "enabled",
+        "httpPutResponseHopLimit": 1,
+        "httpTokens": "required",
+    }
+    assert node_class["tags"] == {"team": "ml"}
+
+
+def test_root_volume_is_encrypted_gp3_sized_for_cuda_images() -> None:
+    (mapping,) = manifests(INFERENCE)[0]["spec"]["blockDeviceMappings"]
+    assert mapping == {
+        "deviceName": "/dev/xvda",
+        "rootVolume": True,
+        "ebs": {
+            "deleteOnTermination": True,
+            "encrypted": True,
+            "iops": 6000,
+            "throughput": 500,
+            "volumeSize": "200Gi",
+            "volumeType": "gp3",
+        },
+    }
+
+
+def test_bottlerocket_sizes_the_data_volume() -> None:
+    devices = manifests(BOTTLEROCKET)[0]["spec"]["blockDeviceMappings"]
+    assert [(d["deviceName"], d["ebs"]["volumeSize"]) for d in devices] == [
+        ("/dev/xvda", "4Gi"),
+        ("/dev/xvdb", "200Gi"),
+    ]
+    assert all(d["ebs"]["encrypted"] for d in devices)
+    node_pool = manifests(BOTTLEROCKET)[1]
+    assert node_pool["spec"]["template"]["spec"]["startupTaints"] == [
+        {"effect": "NoSchedule", "key": "example.com/warming"}
+    ]
+    # Bottlerocket ships its own device plugin: the operator's stays off on these nodes.
+    assert (
+        node_pool["spec"]["template"]["metadata"]["labels"]["nvidia.com/gpu.deploy.device-plugin"] == "false"
+    )
+
+
+def test_time_slicing_selects_the_device_plugin_config() -> None:
+    labels = manifests(INFERENCE)[1]["spec"]["template"]["metadata"]["labels"]
+    assert labels == {POOL_LABEL: "gpu-inference", "nvidia.com/device-plugin.config": "time-slicing-4"}
+
+
+def test_training_pool_efa_budgets_and_grace_period() -> None:
+    node_pool = manifests(TRAINING)[1]["spec"]
+    (types,) = _requirement(TRAINING, "node.kubernetes.io/instance-type")
+    assert types["values"] == ["p4d.24xlarge", "p5.48xlarge", "p5.4xlarge"]
+    assert node_pool["template"]["metadata"]["labels"]["gpu-eks.io/efa"] == "true"
+    assert node_pool["disruption"] == {
+        "consolidationPolicy": "WhenEmpty",
+        "consolidateAfter": "1h",
+        "budgets": [{"nodes": "0", "schedule": "0 8 * * mon-fri", "duration": "10h", "reasons": ["Drifted"]}],
+    }
+    assert node_pool["template"]["spec"]["terminationGracePeriod"] == "24h"
+    assert node_pool["limits"] == {"nvidia.com/gpu": "64"}
+
+
+def test_reserved_capacity_selects_the_reservation() -> None:
+    node_class, node_pool = manifests(RESERVED)
+    assert node_class["spec"]["capacityReservationSelectorTerms"] == [{"id": "cr-0123456789abcdef0"}]
+    assert node_pool["spec"]["weight"] == 50
+    assert _requirement(RESERVED, "karpenter.sh/capacity-type")[0]["values"] == ["reserved", "on-demand"]
+
+
+def test_cpu_pool_has_no_gpu_requirement_or_taint() -> None:
+    node_pool = manifests(CPU)[1]["spec"]["template"]["spec"]
+    keys = {r["key"] for r in node_pool["requirements"]}
+    assert "karpenter.k8s.aws/instance-gpu-count" not in keys
+    assert "karpenter.k8s.aws/instance-category" in keys
+    assert "taints" not in node_pool
+
+
+def test_pools_with_equal_node_settings_share_one_node_class() -> None:
+    other = {**INFERENCE, "name": "gpu-batch", "capacityTypes": ["spot"]}
+    plans = plan(pools(INFERENCE, other, TRAINING), cluster_name="ml-dev", tags={})
+    assert [[p.metadata.name for p in item.node_pools] for item in plans] == [
+        ["gpu-inference", "gpu-batch"],
+        ["gpu-training"],
+    ]
+    names = [item.node_class.metadata.name for item in plans]
+    assert all(n.startswith("al2023-") for n in names)
+    assert len(set(names)) == 2
+    for item in plans:
+        for node_pool in item.node_pools:
+            assert node_pool.spec.template.spec.node_class_ref.name == item.node_class.metadata.name
+
+
+def test_node_class_names_do_not_depend_on_which_pools_use_them() -> None:
+    alone = plan(pools(TRAINING), cluster_name="ml-dev", tags={})[0].node_class.metadata.name
+    together = plan(pools(INFERENCE, TRAINING), cluster_name="ml-dev", tags={})[1].node_class.metadata.name
+    assert alone == together
+
+
+def test_rendering_is_stable() -> None:
+    assert manifests(*ALL) == manifests(*ALL)
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ({"labels": {"karpenter.sh/custom": "x"}}, "gpu-eks:nodePools[0]: "),
+        ({"labels": {"kubernetes.io/hostname": "x"}}, "gpu-eks:nodePools[0]: "),
+    ],
+)
+def test_what_the_api_server_would_refuse_is_refused_at_config_time(
+    change: dict[str, Any], expected: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_stack_config(config(nodePools=[{**INFERENCE, **change}]))
+    (problem,) = caught.value.problems
+    assert str(problem).startswith(expected)
+    assert "restricted" in problem.message or "label" in problem.message
