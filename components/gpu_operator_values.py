@@ -543,3 +543,16 @@ def gpu_operator_values(
         },
     }
     return deep_merge(values, config.extra_values)
+
+
+def gpu_resource(pool: GpuPoolProfile, mig_strategy: str) -> str | None:
+    """The extended resource a pod requests for one GPU (or GPU slice) on the pool's nodes.
+
+    `nvidia.com/gpu` unless the pool is partitioned with MIG under the `mixed` strategy, where each
+    profile is its own resource (`all-1g.10gb` -> `nvidia.com/mig-1g.10gb`); None when a mixed pool's
+    profile has several partition sizes (the pod must name one).
+    """
+    if pool.mig_profile is None or mig_strategy != "mixed":
+        return "nvidia.com/gpu"
+    match = re.fullmatch(r"all-(\d+g\.\d+gb)", pool.mig_profile)
+    return f"nvidia.com/mig-{match.group(1)}" if match else None

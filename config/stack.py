@@ -8,7 +8,7 @@ import pulumi
 import pulumi.runtime.config as runtime_config
 from pydantic import ValidationError
 
-from components.gpu_operator_values import validate_gpu_pools
+from components.gpu_operator_values import gpu_resource, validate_gpu_pools
 from components.node_pools import plan
 from config.base import ConfigModel
 from config.cluster import ClusterConfig
@@ -22,6 +22,7 @@ from config.errors import (
 from config.gpu_operator import GpuOperatorConfig
 from config.network import NetworkConfig
 from config.node_pools import NodePoolConfig
+from config.smoke_test import SmokeTestConfig
 from config.types import AwsRegion
 
 
@@ -40,6 +41,9 @@ class StackConfig(ConfigModel):
     node_pools: tuple[NodePoolConfig, ...] = ()
     """The Karpenter pools: what GPU (or CPU burst) instances may be launched, how they are tainted,
     capped and disrupted. A list; each item is one pool."""
+
+    smoke_test: SmokeTestConfig = SmokeTestConfig()
+    """An optional CUDA job on one GPU pool that proves the stack works end to end."""
 
     @property
     def gpu_pools(self) -> tuple[NodePoolConfig, ...]:
@@ -95,9 +99,38 @@ def _node_pool_problems(config: StackConfig) -> list[ConfigProblem]:
     return problems
 
 
+def _smoke_test_problems(config: StackConfig) -> list[ConfigProblem]:
+    smoke = config.smoke_test
+    if not smoke.enabled:
+        return []
+    key = f"{PROJECT}:smokeTest.nodePool"
+    pools = {p.name: p for p in config.node_pools}
+    pool = pools.get(smoke.node_pool or "")
+    if pool is None:
+        accepted = ", ".join(p.name for p in config.gpu_pools) or "none: add a GPU pool to nodePools"
+        return [
+            ConfigProblem(key, f"names no pool of nodePools; GPU pools: {accepted}", smoke.node_pool, True)
+        ]
+    if pool.kind != "gpu":
+        return [
+            ConfigProblem(key, "names a CPU pool; the smoke test needs a GPU pool", smoke.node_pool, True)
+        ]
+    if gpu_resource(pool.gpu_profile(), config.gpu_operator.mig.strategy) is None:
+        return [
+            ConfigProblem(
+                key,
+                "names a pool whose MIG profile has several partition sizes under the mixed strategy; "
+                "pick a pool with one GPU resource",
+                smoke.node_pool,
+                True,
+            )
+        ]
+    return []
+
+
 def _cross_section_problems(config: StackConfig) -> list[ConfigProblem]:
     """Checks that span sections; each names the key to change."""
-    return _node_pool_problems(config)
+    return _node_pool_problems(config) + _smoke_test_problems(config)
 
 
 def parse_stack_config(raw: Mapping[str, Any], secret_keys: frozenset[str] = frozenset()) -> StackConfig:

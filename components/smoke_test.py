@@ -1,0 +1,99 @@
+"""SmokeTest: a CUDA Job on a GPU pool, the "test ML pod" that proves the whole path works after `pulumi up`:
+Karpenter launches a GPU node for it, the GPU Operator makes `nvidia.com/gpu` allocatable, the job runs a
+CUDA check and finishes, and Kubernetes deletes it so Karpenter can consolidate the node away."""
+
+from collections.abc import Sequence
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.gpu_operator_values import gpu_resource
+from config.node_pools import NodePoolConfig
+from config.smoke_test import SmokeTestConfig
+
+JOB_NAME = "cuda-smoke-test"
+
+
+def smoke_job(pool: NodePoolConfig, config: SmokeTestConfig, *, mig_strategy: str) -> dict[str, Any]:
+    """The Job manifest: pinned to the pool, tolerating its taints, asking for one GPU."""
+    resource = gpu_resource(pool.gpu_profile(), mig_strategy)
+    if resource is None:
+        raise ValueError(
+            f"pool {pool.name} has no single GPU resource to request (MIG mixed with several sizes)"
+        )
+    container: dict[str, Any] = {
+        "name": "cuda-check",
+        "image": config.image,
+        "resources": {"limits": {resource: "1"}, "requests": {"cpu": "100m", "memory": "256Mi"}},
+        "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+    }
+    if config.command:
+        container["command"] = list(config.command)
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": JOB_NAME,
+            "namespace": config.namespace,
+            "labels": {"app.kubernetes.io/name": JOB_NAME, "app.kubernetes.io/managed-by": "gpu-eks"},
+        },
+        "spec": {
+            # Retries cover a spot interruption mid-run; the deadline covers node launch and image pull.
+            "backoffLimit": 2,
+            "activeDeadlineSeconds": config.timeout_seconds,
+            "ttlSecondsAfterFinished": config.ttl_seconds_after_finished,
+            "template": {
+                "metadata": {"labels": {"app.kubernetes.io/name": JOB_NAME}},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "nodeSelector": {"karpenter.sh/nodepool": pool.name},
+                    "tolerations": [t.toleration() for t in pool.effective_taints],
+                    "containers": [container],
+                },
+            },
+        },
+    }
+
+
+class SmokeTest(pulumi.ComponentResource):
+    """Namespace and Job of the GPU smoke test."""
+
+    job: k8s.batch.v1.Job
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        config: SmokeTestConfig,
+        pool: NodePoolConfig,
+        mig_strategy: str,
+        provider: k8s.Provider,
+        depends_on: Sequence[pulumi.Resource],
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        """`depends_on`: the pool's NodePool and the GPU Operator release. The job is then created after
+        them and, on `pulumi destroy`, deleted before them."""
+        super().__init__("gpu-eks:smoke_test:SmokeTest", name, None, opts)
+        manifest = smoke_job(pool, config, mig_strategy=mig_strategy)
+        namespace = k8s.core.v1.Namespace(
+            name,
+            metadata={"name": config.namespace, "labels": {"app.kubernetes.io/managed-by": "gpu-eks"}},
+            opts=pulumi.ResourceOptions(parent=self, provider=provider),
+        )
+        # The namespace Output makes the Job wait for (and be deleted before) its namespace.
+        metadata: Any = {**manifest["metadata"], "namespace": namespace.metadata["name"]}
+        # Pulumi waits for the Job to complete: `pulumi up` fails when the GPU does not work.
+        self.job = k8s.batch.v1.Job(
+            name,
+            metadata=metadata,
+            spec=manifest["spec"],
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                provider=provider,
+                depends_on=list(depends_on),
+                delete_before_replace=True,
+                custom_timeouts=pulumi.CustomTimeouts(create=f"{config.timeout_seconds + 300}s"),
+            ),
+        )
+        self.register_outputs({"job": self.job.metadata["name"], "namespace": namespace.metadata["name"]})
