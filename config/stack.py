@@ -8,7 +8,7 @@ import pulumi
 import pulumi.runtime.config as runtime_config
 from pydantic import ValidationError
 
-from components.gpu_operator_values import validate_gpu_pools
+from components.gpu_operator_values import SUPPORTED_CHART_SERIES, validate_gpu_pools
 from config.base import ConfigModel
 from config.cluster import ClusterConfig
 from config.errors import (
@@ -86,9 +86,26 @@ def _node_pool_problems(config: StackConfig) -> list[ConfigProblem]:
     return problems
 
 
+def _gpu_operator_problems(config: StackConfig) -> list[ConfigProblem]:
+    """The chart version must be of the series the values are built for (the model checks only its form)."""
+    version = config.gpu_operator.version
+    if version.startswith(f"{SUPPORTED_CHART_SERIES}."):
+        return []
+    return [
+        ConfigProblem(
+            f"{PROJECT}:gpuOperator.version",
+            f"the GPU Operator values are built and tested for the {SUPPORTED_CHART_SERIES} series "
+            f"({SUPPORTED_CHART_SERIES}.x); another series needs its chart values vendored and reviewed "
+            "first",
+            version,
+            True,
+        )
+    ]
+
+
 def _cross_section_problems(config: StackConfig) -> list[ConfigProblem]:
     """Checks that span sections; each names the key to change."""
-    return _node_pool_problems(config)
+    return _gpu_operator_problems(config) + _node_pool_problems(config)
 
 
 def parse_stack_config(raw: Mapping[str, Any], secret_keys: frozenset[str] = frozenset()) -> StackConfig:
