@@ -4,6 +4,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.cluster import Cluster
+from components.gpu_operator import GpuOperator
 from components.network import Network
 from config.stack import load_stack_config
 
@@ -35,6 +36,13 @@ cluster = Cluster(
     public_subnet_ids=network.public_subnet_ids,
     tags=tags,
 )
+gpu_operator = GpuOperator(
+    "gpu-operator",
+    config=config.gpu_operator,
+    pools=[pool.gpu_profile() for pool in config.gpu_pools],
+    kubernetes_version=config.cluster.kubernetes_version,
+    cluster=cluster,
+)
 
 pulumi.export("region", config.region)
 pulumi.export("clusterName", cluster.name)
@@ -45,3 +53,4 @@ pulumi.export("oidcProviderArn", cluster.oidc_provider_arn)
 pulumi.export("oidcProviderUrl", cluster.oidc_provider_url)
 pulumi.export("vpcId", network.vpc_id)
 pulumi.export("privateSubnetIds", network.private_subnet_ids)
+pulumi.export("gpuOperatorNamespace", gpu_operator.namespace)

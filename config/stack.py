@@ -8,7 +8,7 @@ import pulumi
 import pulumi.runtime.config as runtime_config
 from pydantic import ValidationError
 
-from components.gpu_operator_values import gpu_resource, validate_gpu_pools
+from components.gpu_operator_values import SUPPORTED_CHART_SERIES, gpu_resource, validate_gpu_pools
 from components.node_pools import plan
 from config.base import ConfigModel
 from config.cluster import ClusterConfig
@@ -128,9 +128,26 @@ def _smoke_test_problems(config: StackConfig) -> list[ConfigProblem]:
     return []
 
 
+def _gpu_operator_problems(config: StackConfig) -> list[ConfigProblem]:
+    """The chart version must be of the series the values are built for (the model checks only its form)."""
+    version = config.gpu_operator.version
+    if version.startswith(f"{SUPPORTED_CHART_SERIES}."):
+        return []
+    return [
+        ConfigProblem(
+            f"{PROJECT}:gpuOperator.version",
+            f"the GPU Operator values are built and tested for the {SUPPORTED_CHART_SERIES} series "
+            f"({SUPPORTED_CHART_SERIES}.x); another series needs its chart values vendored and reviewed "
+            "first",
+            version,
+            True,
+        )
+    ]
+
+
 def _cross_section_problems(config: StackConfig) -> list[ConfigProblem]:
     """Checks that span sections; each names the key to change."""
-    return _node_pool_problems(config) + _smoke_test_problems(config)
+    return _gpu_operator_problems(config) + _node_pool_problems(config) + _smoke_test_problems(config)
 
 
 def parse_stack_config(raw: Mapping[str, Any], secret_keys: frozenset[str] = frozenset()) -> StackConfig:

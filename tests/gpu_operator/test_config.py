@@ -5,12 +5,15 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from config.errors import ConfigError
 from config.gpu_operator import (
     CHART_NAME,
     CHART_REPOSITORY,
     DEFAULT_VERSION,
     GpuOperatorConfig,
 )
+from config.stack import parse_stack_config
+from tests.helpers import config as stack_config
 
 
 def _error_locations(raw: dict[str, Any]) -> list[tuple[str | int, ...]]:
@@ -70,6 +73,22 @@ def test_camel_case_keys() -> None:
 @pytest.mark.parametrize("version", ["26.7.0", "v26.7", "v26.7.0-rc1", "latest", "V26.7.0"])
 def test_bad_version(version: str) -> None:
     assert _error_locations({"version": version}) == [("version",)]
+
+
+@pytest.mark.parametrize("version", ["v26.7.0", "v26.7.4"])
+def test_versions_of_the_supported_series_are_accepted(version: str) -> None:
+    assert parse_stack_config(stack_config(gpuOperator={"version": version})).gpu_operator.version == version
+
+
+@pytest.mark.parametrize("version", ["v26.8.0", "v26.3.3", "v27.7.0"])
+def test_a_version_of_another_series_is_refused_by_the_stack(version: str) -> None:
+    """The model accepts any vX.Y.Z; the values are only built for v26.7, so the stack refuses the rest."""
+    with pytest.raises(ConfigError) as caught:
+        parse_stack_config(stack_config(gpuOperator={"version": version}))
+    (problem,) = caught.value.problems
+    assert problem.key == "gpu-eks:gpuOperator.version"
+    assert str(problem).startswith(f"gpu-eks:gpuOperator.version = {version!r}: ")
+    assert "v26.7 series" in problem.message
 
 
 @pytest.mark.parametrize("strategy", ["none", "Single", "all"])
