@@ -14,7 +14,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.gpu_operator_values import pool_node_labels
+from components.gpu_operator_values import gpu_resource, pool_node_labels
 from components.karpenter.iam import node_role_name
 from components.karpenter_api import (
     AMISelectorTerm,
@@ -41,6 +41,8 @@ from components.karpenter_api import (
 )
 from components.network import DISCOVERY_TAG
 from config.node_pools import NodePoolConfig
+from contract import GpuPool, Toleration
+from contract import Taint as ContractTaint
 
 POOL_LABEL = "gpu-eks.io/pool"
 """Label on every node with the name of its pool (Karpenter adds `karpenter.sh/nodepool` too)."""
@@ -303,3 +305,21 @@ class NodePools(pulumi.ComponentResource):
                 delete_before_replace=True,
             ),
         )
+
+
+def pool_contract(pool: NodePoolConfig, *, mig_strategy: str) -> GpuPool:
+    """What consuming stacks learn about a pool (the `gpuPools` output)."""
+    profile = pool.gpu_profile() if pool.kind == "gpu" else None
+    return GpuPool(
+        name=pool.name,
+        kind=pool.kind,
+        capacity_types=list(pool.capacity_types),
+        taints=[ContractTaint.model_validate(t.model_dump()) for t in pool.effective_taints],
+        tolerations=[Toleration.model_validate(t.toleration()) for t in pool.effective_taints],
+        node_selector={"karpenter.sh/nodepool": pool.name},
+        labels=node_labels(pool),
+        gpu_limit=pool.limits.nvidia_gpu,
+        gpu_resource=gpu_resource(profile, mig_strategy) if profile else None,
+        time_slicing_replicas=pool.time_slicing.replicas if pool.time_slicing else None,
+        mig_profile=pool.mig.profile if pool.mig else None,
+    )

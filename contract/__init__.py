@@ -5,8 +5,10 @@ they get with these models (`StackOutputs.model_validate(values)`, `GpuPool.mode
 program exports exactly these names (a test enforces it); renaming or removing one is a breaking change.
 """
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
+import pulumi
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
@@ -96,3 +98,14 @@ SECRET_OUTPUTS = frozenset({"kubeconfig"})
 
 GPU_TOLERATION = Toleration(key="nvidia.com/gpu", operator="Exists", effect="NoSchedule")
 """Tolerates the default GPU taint whatever its value."""
+
+
+def export(values: Mapping[str, Any]) -> None:
+    """Export exactly the contract's outputs (secrets as secrets); refuses a missing or unknown name."""
+    missing = [n for n in OUTPUT_NAMES if n not in values]
+    unknown = sorted(set(values) - set(OUTPUT_NAMES))
+    if missing or unknown:
+        raise ValueError(f"stack outputs differ from the contract: missing {missing}, not in it {unknown}")
+    for name in OUTPUT_NAMES:
+        value = values[name]
+        pulumi.export(name, pulumi.Output.secret(value) if name in SECRET_OUTPUTS else value)
