@@ -4,6 +4,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.cluster import Cluster
+from components.karpenter.component import Karpenter
 from components.network import Network
 from config import load_stack_config
 
@@ -35,6 +36,15 @@ cluster = Cluster(
     public_subnet_ids=network.public_subnet_ids,
     tags=tags,
 )
+karpenter = Karpenter(
+    "karpenter",
+    config=config.karpenter,
+    cluster=cluster,
+    cluster_name=config.cluster.name,
+    region=config.region,
+    partition=config.partition,
+    tags=tags,
+)
 
 pulumi.export("region", config.region)
 pulumi.export("clusterName", cluster.name)
@@ -45,3 +55,8 @@ pulumi.export("oidcProviderArn", cluster.oidc_provider_arn)
 pulumi.export("oidcProviderUrl", cluster.oidc_provider_url)
 pulumi.export("vpcId", network.vpc_id)
 pulumi.export("privateSubnetIds", network.private_subnet_ids)
+pulumi.export("karpenterNodeRoleName", karpenter.node_role_name)
+pulumi.export("karpenterNodeRoleArn", karpenter.node_role_arn)
+pulumi.export("karpenterControllerRoleArn", karpenter.controller_role_arn)
+pulumi.export("karpenterInterruptionQueueName", karpenter.interruption_queue_name)
+pulumi.export("karpenterNamespace", karpenter.namespace)
