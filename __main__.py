@@ -3,9 +3,13 @@
 import pulumi
 import pulumi_aws as aws
 
+import contract
 from components.cluster import Cluster
 from components.gpu_operator import GpuOperator
+from components.karpenter.component import Karpenter
 from components.network import Network
+from components.node_pools import NodePools, pool_contract
+from components.smoke_test import SmokeTest
 from config.stack import load_stack_config
 
 config = load_stack_config()  # Fails with every config mistake before any resource is registered.
@@ -36,6 +40,15 @@ cluster = Cluster(
     public_subnet_ids=network.public_subnet_ids,
     tags=tags,
 )
+karpenter = Karpenter(
+    "karpenter",
+    config=config.karpenter,
+    cluster=cluster,
+    cluster_name=config.cluster.name,
+    region=config.region,
+    partition=config.partition,
+    tags=tags,
+)
 gpu_operator = GpuOperator(
     "gpu-operator",
     config=config.gpu_operator,
@@ -43,14 +56,49 @@ gpu_operator = GpuOperator(
     kubernetes_version=config.cluster.kubernetes_version,
     cluster=cluster,
 )
+# After the CRDs and the controller (which waits for the node role's access entry): created last, and on
+# `pulumi destroy` deleted first, while Karpenter can still terminate the instances it launched.
+node_pools = NodePools(
+    "node-pools",
+    pools=config.node_pools,
+    cluster_name=config.cluster.name,
+    tags=tags,
+    provider=cluster.provider,
+    karpenter=[karpenter.crd_release, karpenter.controller_release],
+)
+if config.smoke_test.enabled and config.smoke_test.node_pool:
+    SmokeTest(
+        "smoke-test",
+        config=config.smoke_test,
+        pool=next(p for p in config.node_pools if p.name == config.smoke_test.node_pool),
+        mig_strategy=config.gpu_operator.mig.strategy,
+        provider=cluster.provider,
+        depends_on=[node_pools.node_pools[config.smoke_test.node_pool], gpu_operator.release],
+    )
 
-pulumi.export("region", config.region)
-pulumi.export("clusterName", cluster.name)
-pulumi.export("clusterEndpoint", cluster.endpoint)
-pulumi.export("clusterCertificateAuthority", cluster.certificate_authority)
-pulumi.export("kubeconfig", cluster.kubeconfig)
-pulumi.export("oidcProviderArn", cluster.oidc_provider_arn)
-pulumi.export("oidcProviderUrl", cluster.oidc_provider_url)
-pulumi.export("vpcId", network.vpc_id)
-pulumi.export("privateSubnetIds", network.private_subnet_ids)
-pulumi.export("gpuOperatorNamespace", gpu_operator.namespace)
+contract.export(
+    {
+        "region": config.region,
+        "clusterName": cluster.name,
+        "clusterEndpoint": cluster.endpoint,
+        "clusterCertificateAuthority": cluster.certificate_authority,
+        "kubeconfig": cluster.kubeconfig,
+        "oidcProviderArn": cluster.oidc_provider_arn,
+        "oidcProviderUrl": cluster.oidc_provider_url,
+        "vpcId": network.vpc_id,
+        "privateSubnetIds": network.private_subnet_ids,
+        "karpenterNodeRoleName": karpenter.node_role_name,
+        "karpenterNodeRoleArn": karpenter.node_role_arn,
+        "karpenterControllerRoleArn": karpenter.controller_role_arn,
+        "karpenterInterruptionQueueName": karpenter.interruption_queue_name,
+        "karpenterNamespace": karpenter.namespace,
+        "gpuPools": [
+            pool_contract(p, mig_strategy=config.gpu_operator.mig.strategy).model_dump(
+                mode="json", by_alias=True
+            )
+            for p in config.node_pools
+        ],
+        "gpuToleration": contract.GPU_TOLERATION.model_dump(mode="json", by_alias=True, exclude_none=True),
+        "gpuOperatorNamespace": gpu_operator.namespace,
+    }
+)

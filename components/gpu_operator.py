@@ -37,6 +37,8 @@ class GpuOperator(pulumi.ComponentResource):
     release_status: pulumi.Output[str]
     """Helm's status of the release (`deployed` once every workload of the chart is ready)."""
     chart_version: pulumi.Output[str | None]
+    release: k8s.helm.v3.Release
+    """The Helm release (workloads that need the operator depend on it)."""
 
     def __init__(
         self,
@@ -113,6 +115,7 @@ class GpuOperator(pulumi.ComponentResource):
             ),
         )
 
+        self.release = release
         self.namespace = namespace.metadata.name
         self.release_name = release.name
         self.release_status = release.status.apply(lambda status: status.status)

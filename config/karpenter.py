@@ -84,7 +84,7 @@ class KarpenterConfig(ConfigModel):
 
     replicas: PositiveInt = 2
     """Controller replicas (one leader, the rest on standby). The chart's anti-affinity puts each on its
-    own node, so the system node group needs at least this many nodes."""
+    own node, so it may not exceed `cluster.systemNodes.minSize` (checked)."""
 
     interruption_handling: bool = True
     """Create the SQS interruption queue and its five EventBridge rules, and pass the queue to the

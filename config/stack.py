@@ -16,10 +16,12 @@ from config.errors import (
     PROJECT,
     ConfigError,
     ConfigProblem,
+    config_key,
     problems_from_validation_error,
     section_key,
 )
 from config.gpu_operator import GpuOperatorConfig
+from config.karpenter import KarpenterConfig
 from config.network import NetworkConfig
 from config.node_pools import NodePoolConfig
 from config.smoke_test import SmokeTestConfig
@@ -36,12 +38,14 @@ class StackConfig(ConfigModel):
     """The EKS cluster: version, API endpoint, administrators, the system node group. Required."""
     network: NetworkConfig = NetworkConfig()
     """The VPC: created (CIDR, AZ count, NAT layout) or an existing one."""
+    karpenter: KarpenterConfig = KarpenterConfig()
+    """The Karpenter controller (version, namespace, identity, replicas) and its AWS side (node and
+    controller roles, interruption queue)."""
     gpu_operator: GpuOperatorConfig = GpuOperatorConfig()
     """The NVIDIA GPU Operator: chart version, namespace, driver mode, DCGM exporter, MIG, extra values."""
     node_pools: tuple[NodePoolConfig, ...] = ()
     """The Karpenter pools: what GPU (or CPU burst) instances may be launched, how they are tainted,
     capped and disrupted. A list; each item is one pool."""
-
     smoke_test: SmokeTestConfig = SmokeTestConfig()
     """An optional CUDA job on one GPU pool that proves the stack works end to end."""
 
@@ -147,7 +151,57 @@ def _gpu_operator_problems(config: StackConfig) -> list[ConfigProblem]:
 
 def _cross_section_problems(config: StackConfig) -> list[ConfigProblem]:
     """Checks that span sections; each names the key to change."""
-    return _gpu_operator_problems(config) + _node_pool_problems(config) + _smoke_test_problems(config)
+    return (
+        _karpenter_replicas_problems(config)
+        + _gpu_operator_problems(config)
+        + _node_pool_problems(config)
+        + _smoke_test_problems(config)
+    )
+
+
+def _karpenter_replicas_problems(config: StackConfig) -> list[ConfigProblem]:
+    """`karpenter.replicas` must fit on the system node group at its smallest.
+
+    The 1.14.1 chart gives the controller a *required* pod anti-affinity on `kubernetes.io/hostname` (one
+    replica per node) and only lets it run on nodes Karpenter does not manage; here that is the system node
+    group. So:
+
+    - more replicas than `systemNodes.maxSize`: the surplus can never be scheduled. Refused.
+    - more replicas than `systemNodes.minSize`: refused too, not merely warned about. Nothing in this
+      program scales the system node group (no cluster autoscaler, and Karpenter cannot host itself), so
+      the nodes above `minSize` exist only while someone keeps `desiredSize` up by hand. At `minSize` a
+      replica stays Pending, and with one replica already unavailable the chart's PodDisruptionBudget
+      (`maxUnavailable: 1`) allows no eviction of the others, so a managed node group update fails with
+      `PodEvictionFailure` unless forced. A warning in `pulumi up` output is easy to miss; that failure
+      shows up only at the next upgrade.
+    """
+    replicas = config.karpenter.replicas
+    nodes = config.cluster.system_nodes
+    key = config_key(("karpenter", "replicas"))
+    if replicas > nodes.max_size:
+        return [
+            ConfigProblem(
+                key,
+                f"{replicas} controller replicas cannot be scheduled: the chart places one per node and "
+                f"the system node group has at most {nodes.max_size} (gpu-eks:cluster.systemNodes.maxSize); "
+                f"lower replicas to at most {nodes.min_size} or raise systemNodes.minSize",
+                value=replicas,
+                has_value=True,
+            )
+        ]
+    if replicas > nodes.min_size:
+        return [
+            ConfigProblem(
+                key,
+                f"{replicas} controller replicas need {replicas} system nodes (one per node), but the "
+                f"system node group may shrink to {nodes.min_size} (gpu-eks:cluster.systemNodes.minSize), "
+                "leaving a replica Pending and node-group updates blocked by its disruption budget; "
+                f"lower replicas to at most {nodes.min_size} or raise systemNodes.minSize",
+                value=replicas,
+                has_value=True,
+            )
+        ]
+    return []
 
 
 def parse_stack_config(raw: Mapping[str, Any], secret_keys: frozenset[str] = frozenset()) -> StackConfig:

@@ -80,6 +80,8 @@ class StackOutputs(_Contract):
     private_subnet_ids: list[str]
     karpenter_node_role_name: str
     """IAM role of Karpenter's nodes (e.g. for extra EC2NodeClasses of other stacks)."""
+    karpenter_node_role_arn: str
+    karpenter_controller_role_arn: str
     karpenter_interruption_queue_name: str | None
     """SQS queue for interruption events, None when interruption handling is off."""
     karpenter_namespace: str

@@ -149,6 +149,11 @@ class AwsMocks(pulumi.runtime.Mocks):
         state.update(name=name, url=url, arn=self._arn("sqs", name))
         return url, state
 
+    def _aws_sqs_queuePolicy_QueuePolicy(
+        self, args: Any, state: dict[str, Any]
+    ) -> tuple[str, dict[str, Any]]:
+        return str(state.get("queueUrl")), state  # AWS identifies a queue policy by its queue's URL
+
     def _aws_cloudwatch_eventRule_EventRule(
         self, args: Any, state: dict[str, Any]
     ) -> tuple[str, dict[str, Any]]:

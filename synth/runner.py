@@ -1,6 +1,7 @@
 """Run `__main__.py` for a stack in-process under the mocks and record every registration."""
 
 import asyncio
+import contextlib
 import json
 import runpy
 from collections.abc import Callable, Mapping
@@ -52,9 +53,42 @@ class RecordingMonitor(MockMonitor):
     def __init__(self, mocks: pulumi.runtime.Mocks) -> None:
         super().__init__(mocks)
         self.registrations: list[Registration] = []
+        self._thread_loops: set[asyncio.AbstractEventLoop] = set()
+
+    def _remember_thread_loop(self) -> None:
+        """Keep the event loop the SDK's mock monitor created on this (executor) thread.
+
+        `MockMonitor` gives every thread that serves an RPC its own event loop and never closes it. Left
+        to the garbage collector, such a loop can be finalised after its self-pipe sockets, and its
+        `__del__` then fails ("Invalid file descriptor: -1"), which pytest reports at random.
+        """
+        with contextlib.suppress(RuntimeError):  # raised when this RPC needed no loop (the Stack's)
+            self._thread_loops.add(asyncio.get_event_loop_policy().get_event_loop())
+
+    def close_thread_loops(self) -> None:
+        """Close the loops of the RPC threads (call once the program has finished)."""
+        for loop in self._thread_loops:
+            if not loop.is_running():
+                loop.close()
+        self._thread_loops.clear()
+
+    def Invoke(self, request: Any) -> Any:
+        try:
+            return super().Invoke(request)  # type: ignore[no-untyped-call]
+        finally:
+            self._remember_thread_loop()
+
+    def ReadResource(self, request: Any) -> Any:
+        try:
+            return super().ReadResource(request)  # type: ignore[no-untyped-call]
+        finally:
+            self._remember_thread_loop()
 
     def RegisterResource(self, request: Any) -> Any:
-        response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
+        try:
+            response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
+        finally:
+            self._remember_thread_loop()
         if request.type == "pulumi:pulumi:Stack":
             return response
         raw = rpc.deserialize_properties(request.object)
@@ -158,6 +192,7 @@ def run_program(
     finally:
         loop.close()
         asyncio.set_event_loop(None)
+        monitor.close_thread_loops()
         settings.reset_options()
         runtime_config.set_all_config({}, [])
     return ProgramRun(list(monitor.registrations), outputs, secret)

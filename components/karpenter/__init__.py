@@ -9,4 +9,8 @@ Modules:
 
 Everything returns plain JSON-able dicts and raises `ValueError` on inputs that cannot be right; the Pulumi
 component calls these inside `Output.apply` and contains no decisions of its own.
+
+- `components.karpenter.component`: the `Karpenter` component (`gpu-eks:karpenter:Karpenter`) that turns
+  them into resources and installs both charts. Import it from there: this package's pure modules stay
+  importable without the Pulumi provider SDKs.
 """

@@ -65,6 +65,7 @@ PASSED_TO_SERVICES: Final[tuple[str, ...]] = ("ec2.amazonaws.com", "ec2.amazonaw
 """`iam:PassedToService` values of the node role, literal in the template (both suffixes, every partition)."""
 
 NODE_ROLE_NAME_PREFIX: Final = "KarpenterNodeRole-"
+CONTROLLER_ROLE_NAME_PREFIX: Final = "KarpenterControllerRole-"
 _ROLE_NAME_MAX: Final = 64
 _POLICY_NAME_MAX: Final = 128
 
@@ -111,6 +112,22 @@ def node_role_name(cluster_name: str) -> str:
 # Controller role
 # ---------------------------------------------------------------------------------------------------------
 
+
+def controller_role_name(cluster_name: str) -> str:
+    """`KarpenterControllerRole-<cluster>`, the controller role's name in upstream's migration guide.
+
+    (The getting-started guide lets eksctl name it; the template creates no controller role.) Raises
+    `ValueError` when the name would exceed IAM's 64 characters (cluster names over 40 characters).
+    """
+    name = CONTROLLER_ROLE_NAME_PREFIX + check_cluster_name(cluster_name)
+    if len(name) > _ROLE_NAME_MAX:
+        raise ValueError(
+            f"controller role name {name!r} has {len(name)} characters, IAM allows {_ROLE_NAME_MAX}; "
+            "choose a shorter controller role name"
+        )
+    return name
+
+
 ControllerPolicy = Literal[
     "NodeLifecyclePolicy",
     "IAMIntegrationPolicy",
@@ -136,6 +153,19 @@ def controller_policy_name(policy: ControllerPolicy, cluster_name: str) -> str:
     if len(name) > _POLICY_NAME_MAX:
         raise ValueError(f"policy name {name!r} has {len(name)} characters, IAM allows {_POLICY_NAME_MAX}")
     return name
+
+
+def controller_policy_names(*, interruption: bool, zonal_shift: bool) -> tuple[ControllerPolicy, ...]:
+    """The policies `controller_policies` returns, in its order, known before any ARN is.
+
+    `interruption`: whether a queue ARN will be passed; `zonal_shift`: the `zonal_shift` argument. The
+    component declares one `aws.iam.Policy` per name before the documents (which need ARNs) resolve.
+    """
+    return tuple(
+        policy
+        for policy in CONTROLLER_POLICIES
+        if (policy != "InterruptionPolicy" or interruption) and (policy != "ZonalShiftPolicy" or zonal_shift)
+    )
 
 
 def controller_policies(

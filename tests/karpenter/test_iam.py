@@ -10,6 +10,8 @@ from components.karpenter.iam import (
     NODE_ROLE_MANAGED_POLICIES,
     controller_policies,
     controller_policy_name,
+    controller_policy_names,
+    controller_role_name,
     irsa_trust_policy,
     node_role_managed_policy_arns,
     node_role_name,
@@ -226,6 +228,27 @@ def test_node_role_name_refuses_what_iam_refuses() -> None:
     assert len(node_role_name("c" * 46)) == 64
     with pytest.raises(ValueError, match="has 65 characters, IAM allows 64"):
         node_role_name("c" * 47)
+
+
+@pytest.mark.parametrize("interruption", [True, False])
+@pytest.mark.parametrize("zonal_shift", [True, False])
+def test_controller_policy_names_are_the_documents_keys(
+    stack: Stack, interruption: bool, zonal_shift: bool
+) -> None:
+    documents = _policies(stack, queue_arn=stack.queue_arn if interruption else None, zonal_shift=zonal_shift)
+    names = controller_policy_names(interruption=interruption, zonal_shift=zonal_shift)
+    assert names == tuple(documents)
+    assert ("InterruptionPolicy" in names) is interruption
+    assert ("ZonalShiftPolicy" in names) is zonal_shift
+
+
+def test_controller_role_name() -> None:
+    assert controller_role_name("gpu-eks-prod") == "KarpenterControllerRole-gpu-eks-prod"
+    assert len(controller_role_name("c" * 40)) == 64
+    with pytest.raises(ValueError, match="has 65 characters, IAM allows 64"):
+        controller_role_name("c" * 41)
+    with pytest.raises(ValueError, match="cluster_name must be"):
+        controller_role_name("-bad")
 
 
 def test_pod_identity_trust_policy() -> None:
