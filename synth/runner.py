@@ -123,6 +123,9 @@ def _unwrap(value: Any, *, mask: bool) -> Any:
         return {k: _unwrap(v, mask=mask) for k, v in value.items()}
     if isinstance(value, list):
         return [_unwrap(v, mask=mask) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        # The wire format carries every number as a double; integers read back as integers.
+        return int(value)
     return value
 
 
