@@ -14,6 +14,8 @@ from pydantic.alias_generators import to_camel
 
 
 class _Contract(BaseModel):
+    """Optional fields default to None: Pulumi drops null values from stack outputs."""
+
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
 
 
@@ -50,13 +52,13 @@ class GpuPool(_Contract):
     """Node selector that pins a pod to this pool (`karpenter.sh/nodepool: <name>`)."""
     labels: dict[str, str]
     """Labels every node of the pool carries (besides Karpenter's and the GPU Operator's own)."""
-    gpu_limit: str | None
+    gpu_limit: str | None = None
     """`nvidia.com/gpu` cap of the pool (physical GPUs), None for CPU pools."""
-    gpu_resource: str | None
+    gpu_resource: str | None = None
     """The extended resource a pod requests for one GPU on this pool (`nvidia.com/gpu`, or a MIG resource)."""
-    time_slicing_replicas: int | None
+    time_slicing_replicas: int | None = None
     """Pods per physical GPU when the pool time-slices, else None."""
-    mig_profile: str | None
+    mig_profile: str | None = None
     """MIG configuration of the pool's GPUs, else None."""
 
 
@@ -82,7 +84,7 @@ class StackOutputs(_Contract):
     """IAM role of Karpenter's nodes (e.g. for extra EC2NodeClasses of other stacks)."""
     karpenter_node_role_arn: str
     karpenter_controller_role_arn: str
-    karpenter_interruption_queue_name: str | None
+    karpenter_interruption_queue_name: str | None = None
     """SQS queue for interruption events, None when interruption handling is off."""
     karpenter_namespace: str
     gpu_pools: list[GpuPool] = Field(default_factory=list)

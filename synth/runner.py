@@ -174,6 +174,7 @@ def run_program(
     stack: str = "test",
     program: Callable[[], None] | None = None,
     monitor: RecordingMonitor | None = None,
+    project: str = PROJECT,
 ) -> ProgramRun:
     """Run `program` (default: the real `__main__.py`) with `config` under the mocks, in a fresh runtime.
 
@@ -181,12 +182,12 @@ def run_program(
     registered before that.
     """
     monitor = monitor or RecordingMonitor(AwsMocks(config.get("aws:region", "us-west-2")))
-    settings.reset_options(project=PROJECT, stack=stack, preview=False)
+    settings.reset_options(project=project, stack=stack, preview=False)
     runtime_config.set_all_config(dict(config), [])
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     try:
-        pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
+        pulumi.runtime.set_mocks(monitor.mocks, project=project, stack=stack, preview=False, monitor=monitor)
         root = settings.get_root_resource()
         main = program or _run_main
         loop.run_until_complete(run_pulumi_func(main))

@@ -1,0 +1,52 @@
+"""The output contract: the program exports exactly it, with values of its types."""
+
+import pytest
+
+import contract
+from config.kubernetes import Taint
+from synth.runner import ProgramRun, run_program
+from tests.helpers import config
+
+
+def test_the_program_exports_exactly_the_contract(any_stack: ProgramRun) -> None:
+    assert list(any_stack.outputs) == list(contract.OUTPUT_NAMES)
+    assert any_stack.secret_outputs == contract.SECRET_OUTPUTS
+    parsed = contract.StackOutputs.model_validate(any_stack.outputs)
+    assert parsed.cluster_endpoint.startswith("https://")
+    assert parsed.gpu_toleration == contract.GPU_TOLERATION
+
+
+def test_gpu_pools_tell_a_workload_how_to_land_there(prod: ProgramRun) -> None:
+    pools = {p.name: p for p in contract.StackOutputs.model_validate(prod.outputs).gpu_pools}
+    assert set(pools) == {"gpu-inference", "gpu-training"}
+    training = pools["gpu-training"]
+    assert training.node_selector == {"karpenter.sh/nodepool": "gpu-training"}
+    assert training.capacity_types == ["on-demand"]
+    assert training.gpu_limit == "64"
+    assert training.gpu_resource == "nvidia.com/gpu"
+    # One toleration per taint, and each tolerates its taint.
+    assert len(training.tolerations) == len(training.taints) == 2
+    for taint, toleration in zip(training.taints, training.tolerations, strict=True):
+        assert Taint.model_validate(taint.model_dump()).toleration() == toleration.model_dump(
+            exclude_none=True
+        )
+
+
+def test_time_slicing_is_visible_to_consumers(dev: ProgramRun) -> None:
+    (pool,) = contract.StackOutputs.model_validate(dev.outputs).gpu_pools
+    assert pool.time_slicing_replicas == 4
+    assert pool.labels["nvidia.com/device-plugin.config"] == "time-slicing-4"
+
+
+def test_interruption_off_exports_no_queue() -> None:
+    result = run_program(config(karpenter={"interruptionHandling": False}))
+    assert result.outputs["karpenterInterruptionQueueName"] is None
+    assert contract.StackOutputs.model_validate(result.outputs).gpu_pools == []
+
+
+def test_export_refuses_a_partial_or_extended_contract() -> None:
+    with pytest.raises(ValueError, match=r"missing \['region'"):
+        contract.export({})
+    values = dict.fromkeys(contract.OUTPUT_NAMES, "x")
+    with pytest.raises(ValueError, match=r"not in it \['extra'\]"):
+        contract.export({**values, "extra": 1})
