@@ -9,6 +9,7 @@ import pulumi.runtime.config as runtime_config
 from pydantic import ValidationError
 
 from components.gpu_operator_values import SUPPORTED_CHART_SERIES, gpu_resource, validate_gpu_pools
+from components.karpenter.partition import partition_of_region
 from components.node_pools import plan
 from config.base import ConfigModel
 from config.cluster import ClusterConfig
@@ -57,11 +58,7 @@ class StackConfig(ConfigModel):
     @property
     def partition(self) -> str:
         """The AWS partition of the region, for ARNs."""
-        if self.region.startswith("cn-"):
-            return "aws-cn"
-        if self.region.startswith("us-gov-"):
-            return "aws-us-gov"
-        return "aws"
+        return partition_of_region(self.region)
 
 
 SECTIONS = {section_key(f.alias or n): f.alias or n for n, f in StackConfig.model_fields.items()}

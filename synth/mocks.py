@@ -7,6 +7,8 @@ from typing import Any
 
 import pulumi
 
+from components.karpenter.partition import partition_of_region
+
 ACCOUNT_ID = "111122223333"
 """The account the mocked caller identity reports (the documentation account)."""
 
@@ -27,22 +29,13 @@ def _digest(*parts: str, length: int = 17) -> str:
     return hashlib.sha256("/".join(parts).encode()).hexdigest()[:length]
 
 
-def partition_of(region: str) -> str:
-    """The AWS partition a region belongs to."""
-    if region.startswith("cn-"):
-        return "aws-cn"
-    if region.startswith("us-gov-"):
-        return "aws-us-gov"
-    return "aws"
-
-
 class AwsMocks(pulumi.runtime.Mocks):
     """Resource and invoke mocks for everything gpu-eks declares."""
 
     def __init__(self, region: str, account_id: str = ACCOUNT_ID) -> None:
         self.region = region
         self.account_id = account_id
-        self.partition = partition_of(region)
+        self.partition = partition_of_region(region)
 
     def _arn(self, service: str, resource: str, *, regional: bool = True) -> str:
         region = self.region if regional else ""
