@@ -33,7 +33,7 @@ def short(urn: str) -> str:
     return f"{qualified_type.split('$')[-1]}::{name}"
 
 
-class _Dumper(yaml.SafeDumper):
+class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
     """Block-style YAML with multi-line strings as literal blocks, so diffs are line by line."""
 
 
@@ -45,7 +45,7 @@ def _str_presenter(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 _Dumper.add_representer(str, _str_presenter)
 
 
-_Dumper.ignore_aliases = lambda *_: True  # type: ignore[method-assign]
+_Dumper.ignore_aliases = lambda *_: True
 
 
 def sorted_keys(value: Any) -> Any:
