@@ -8,6 +8,8 @@ import pulumi_aws as aws
 import pulumi_eks as eks
 import pulumi_kubernetes as k8s
 
+from components.karpenter.iam import node_role_trust_policy
+from components.karpenter.partition import Partition
 from components.network import DISCOVERY_TAG
 from config.cluster import ClusterConfig
 
@@ -30,16 +32,6 @@ ADDONS_AFTER_NODES = ("coredns",)
 def managed_policy_arn(partition: str, policy: str) -> str:
     """ARN of an AWS-managed IAM policy."""
     return f"arn:{partition}:iam::aws:policy/{policy}"
-
-
-def ec2_trust_policy() -> dict[str, Any]:
-    """Trust policy that lets EC2 instances assume a node role."""
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}
-        ],
-    }
 
 
 def kubeconfig_endpoint(kubeconfig: dict[str, Any]) -> str:
@@ -72,7 +64,7 @@ class Cluster(pulumi.ComponentResource):
         name: str,
         *,
         config: ClusterConfig,
-        partition: str,
+        partition: Partition,
         vpc_id: pulumi.Input[str],
         private_subnet_ids: pulumi.Input[list[str]],
         public_subnet_ids: pulumi.Input[list[str]],
@@ -132,7 +124,7 @@ class Cluster(pulumi.ComponentResource):
 
         node_role = aws.iam.Role(
             f"{name}-system-nodes",
-            assume_role_policy=pulumi.Output.json_dumps(ec2_trust_policy()),
+            assume_role_policy=pulumi.Output.json_dumps(node_role_trust_policy(partition)),
             tags=tags,
             opts=child,
         )

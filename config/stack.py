@@ -9,7 +9,7 @@ import pulumi.runtime.config as runtime_config
 from pydantic import ValidationError
 
 from components.gpu_operator_values import SUPPORTED_CHART_SERIES, gpu_resource, validate_gpu_pools
-from components.karpenter.partition import partition_of_region
+from components.karpenter.partition import Partition, partition_of_region
 from components.node_pools import plan
 from config.base import ConfigModel
 from config.cluster import ClusterConfig
@@ -56,7 +56,7 @@ class StackConfig(ConfigModel):
         return tuple(p for p in self.node_pools if p.kind == "gpu")
 
     @property
-    def partition(self) -> str:
+    def partition(self) -> Partition:
         """The AWS partition of the region, for ARNs."""
         return partition_of_region(self.region)
 

@@ -142,6 +142,8 @@ def test_access_policy_arn_follows_the_partition() -> None:
     }
     assert policies
     assert all(p.startswith("arn:aws-cn:iam::aws:policy/") for p in policies)
+    trust = json.loads(result.one("aws:iam/role:Role", "cluster-system-nodes").inputs["assumeRolePolicy"])
+    assert trust["Statement"][0]["Principal"] == {"Service": "ec2.amazonaws.com.cn"}
 
 
 def test_kubernetes_provider_is_built_from_the_cluster_kubeconfig(dev: ProgramRun) -> None:
