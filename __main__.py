@@ -5,6 +5,7 @@ import pulumi_aws as aws
 
 import contract
 from components.cluster import Cluster
+from components.efa_device_plugin import EfaDevicePlugin
 from components.gpu_operator import GpuOperator
 from components.karpenter.component import Karpenter
 from components.network import Network
@@ -56,6 +57,11 @@ gpu_operator = GpuOperator(
     kubernetes_version=config.cluster.kubernetes_version,
     cluster=cluster,
 )
+if config.efa_pools:
+    # Advertises vpc.amazonaws.com/efa on the EFA pools' nodes; without it EFA pods stay Pending.
+    EfaDevicePlugin(
+        "efa-device-plugin", config=config.efa_device_plugin, pools=config.efa_pools, cluster=cluster
+    )
 # After the CRDs and the controller (which waits for the node role's access entry): created last, and on
 # `pulumi destroy` deleted first, while Karpenter can still terminate the instances it launched.
 node_pools = NodePools(

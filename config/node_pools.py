@@ -260,7 +260,7 @@ class NodePoolConfig(ConfigModel):
     """Kubelet settings."""
     efa: bool = False
     """Restrict to EFA-capable instance types; pods request `vpc.amazonaws.com/efa` and Karpenter attaches
-    the interfaces (needs the EFA device plugin in the cluster)."""
+    the interfaces (the stack then installs the EFA device plugin, which advertises that resource)."""
     time_slicing: TimeSlicing | None = None
     """Share GPUs between pods (GPU Operator device-plugin config). Karpenter still counts physical GPUs."""
     mig: Mig | None = None

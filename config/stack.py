@@ -13,6 +13,7 @@ from components.karpenter.partition import Partition, partition_of_region
 from components.node_pools import plan
 from config.base import ConfigModel
 from config.cluster import ClusterConfig
+from config.efa_device_plugin import EfaDevicePluginConfig
 from config.errors import (
     PROJECT,
     ConfigError,
@@ -49,11 +50,19 @@ class StackConfig(ConfigModel):
     capped and disrupted. A list; each item is one pool."""
     smoke_test: SmokeTestConfig = SmokeTestConfig()
     """An optional CUDA job on one GPU pool that proves the stack works end to end."""
+    efa_device_plugin: EfaDevicePluginConfig = EfaDevicePluginConfig()
+    """The AWS EFA device plugin, which makes `vpc.amazonaws.com/efa` allocatable; installed only when a
+    pool has `efa: true`."""
 
     @property
     def gpu_pools(self) -> tuple[NodePoolConfig, ...]:
         """The pools of kind `gpu`."""
         return tuple(p for p in self.node_pools if p.kind == "gpu")
+
+    @property
+    def efa_pools(self) -> tuple[NodePoolConfig, ...]:
+        """The pools with `efa: true` (the EFA device plugin is installed when there is one)."""
+        return tuple(p for p in self.node_pools if p.efa)
 
     @property
     def partition(self) -> Partition:

@@ -64,6 +64,8 @@ def test_node_classes_pass_the_guardrails(any_stack: ProgramRun, prod: ProgramRu
 
 def test_releases_pin_versions_and_iam_has_no_wildcard_actions(any_stack: ProgramRun) -> None:
     for release in any_stack.of_type("kubernetes:helm.sh/v3:Release"):
+        # Every chart the program installs is one the pack checks: a new chart must be added there too.
+        assert rules.chart_name(release.inputs["chart"]) in rules.DEFAULT_PINNED_CHARTS, release.name
         assert rules.helm_version_violations(release.inputs, rules.DEFAULT_PINNED_CHARTS) == []
     checked = 0
     for resource in any_stack.resources:

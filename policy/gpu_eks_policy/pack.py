@@ -159,7 +159,7 @@ def build_policies() -> list[ResourceValidationPolicy]:
         ),
         _policy(
             "helm-release-pinned-version",
-            "The Karpenter and GPU Operator Helm releases pin an exact chart version.",
+            "The Karpenter, GPU Operator and EFA device plugin Helm releases pin an exact chart version.",
             HELM_RELEASE_TYPES,
             _helm_rule,
             Severity.MEDIUM,

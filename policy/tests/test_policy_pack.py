@@ -13,7 +13,7 @@ from typing import Any
 import pulumi_policy
 import pytest
 import yaml
-from gpu_eks_policy import ENFORCEMENT_LEVEL, POLICY_PACK_NAME, build_policies
+from gpu_eks_policy import ENFORCEMENT_LEVEL, POLICY_PACK_NAME, build_policies, rules
 from gpu_eks_policy.pack import EC2NODECLASS_TYPE, NODEPOOL_TYPE, STACK_ENV_VAR
 from pulumi_policy import (
     EnforcementLevel,
@@ -162,6 +162,12 @@ def test_policy_config_file_matches_the_schemas() -> None:
             assert schema.properties[key]["type"] == "array", (name, key)
             assert isinstance(value, list), (name, key)
             assert all(isinstance(item, str) for item in value), (name, key)
+
+
+def test_policy_config_file_pins_the_default_charts() -> None:
+    """The committed config lists the same charts as the pack's default, so CI and a bare run agree."""
+    config = json.loads((POLICY_DIR / "policy-config.json").read_text())
+    assert config["helm-release-pinned-version"]["charts"] == list(rules.DEFAULT_PINNED_CHARTS)
 
 
 def test_compliant_resources_pass() -> None:

@@ -238,13 +238,14 @@ def test_production_stack(stack: str | None, tags: dict[str, str], production: b
         ("karpenter", "karpenter"),
         ("oci://public.ecr.aws/karpenter/karpenter-crd", "karpenter-crd"),
         ("nvidia/gpu-operator", "gpu-operator"),
+        ("eks/aws-efa-k8s-device-plugin", "aws-efa-k8s-device-plugin"),
     ],
 )
 def test_chart_name(chart: str, name: str) -> None:
     assert rules.chart_name(chart) == name
 
 
-@pytest.mark.parametrize("version", ["1.14.1", "v26.7.0", "1.0.0-rc.1", "2.0.0+build.5"])
+@pytest.mark.parametrize("version", ["1.14.1", "v26.7.0", "v0.5.20", "1.0.0-rc.1", "2.0.0+build.5"])
 def test_exact_versions_are_pins(version: str) -> None:
     assert rules.version_pin_problem(version) is None
 
@@ -277,7 +278,9 @@ def test_helm_release_pinned_passes_and_unrelated_chart_is_ignored() -> None:
     assert rules.helm_version_violations({"chart": "ingress-nginx"}, charts) == []
 
 
-@pytest.mark.parametrize("chart", ["karpenter", "karpenter-crd", "gpu-operator"])
+@pytest.mark.parametrize(
+    "chart", ["karpenter", "karpenter-crd", "gpu-operator", "eks/aws-efa-k8s-device-plugin"]
+)
 def test_helm_release_unpinned_fails(chart: str) -> None:
     [violation] = rules.helm_version_violations(
         {"chart": chart, "version": "latest"}, rules.DEFAULT_PINNED_CHARTS
