@@ -408,10 +408,15 @@ class NodePoolConfig(ConfigModel):
                 ("timeSlicing", self.time_slicing),
                 ("mig", self.mig),
                 ("limits.nvidia.com/gpu", self.limits.nvidia_gpu),
+                ("efa", self.efa),
             )
             if value
         ]
-        problems = [f"{', '.join(gpu_only)} only apply to GPU pools (kind: gpu)"] if gpu_only else []
+        problems = (
+            [f"{', '.join(gpu_only)}: GPU-pool settings, not allowed on a CPU pool (kind: cpu)"]
+            if gpu_only
+            else []
+        )
         if self.limits.cpu is None:
             problems.append("a CPU pool needs limits.cpu: without it the pool's size has no cap")
         return problems

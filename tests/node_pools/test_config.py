@@ -121,9 +121,13 @@ def test_a_cpu_pool_has_no_gpu_taint() -> None:
         ),
         (
             {"name": "burst", "kind": "cpu", "gpuNames": ["l4"], "limits": {"cpu": "64"}},
-            "gpu-eks:nodePools[0]: gpuNames only apply to GPU pools (kind: gpu)",
+            "gpu-eks:nodePools[0]: gpuNames: GPU-pool settings, not allowed on a CPU pool (kind: cpu)",
         ),
         ({"name": "burst", "kind": "cpu"}, "gpu-eks:nodePools[0]: a CPU pool needs limits.cpu"),
+        (
+            {"name": "burst", "kind": "cpu", "efa": True, "limits": {"cpu": "64"}},
+            "gpu-eks:nodePools[0]: efa: GPU-pool settings, not allowed on a CPU pool (kind: cpu)",
+        ),
     ],
 )
 def test_costly_or_impossible_pools_are_refused(bad_pool: dict[str, Any], expected: str) -> None:
