@@ -103,7 +103,9 @@ class ClusterConfig(ConfigModel):
     endpoint: EndpointConfig = EndpointConfig()
     """API endpoint access."""
     admin_role_arns: tuple[IamRoleArn, ...] = ()
-    """IAM roles granted cluster-admin through EKS access entries (the deploying identity always is)."""
+    """IAM roles granted cluster-admin through EKS access entries. The identity that runs `pulumi up` is
+    admin already (pulumi-eks always creates the cluster with the creator's admin access entry), so do not
+    list that role here: EKS refuses a second access entry for the same principal."""
     system_nodes: SystemNodesConfig = SystemNodesConfig()
     """The system managed node group."""
     log_types: tuple[LogType, ...] = CONTROL_PLANE_LOG_TYPES
