@@ -16,8 +16,7 @@ import time
 import tracemalloc
 
 from synth import snapshot
-from synth.__main__ import stacks
-from synth.runner import ROOT, run_stack
+from synth.runner import ROOT, run_stack, stacks
 
 
 def cold(stack: str) -> tuple[float, float]:

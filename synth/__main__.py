@@ -13,12 +13,7 @@ import sys
 from pathlib import Path
 
 from synth import snapshot
-from synth.runner import ROOT, run_stack
-
-
-def stacks() -> list[str]:
-    """Every committed stack (`Pulumi.<stack>.yaml`)."""
-    return sorted(p.name.split(".")[1] for p in ROOT.glob("Pulumi.*.yaml"))
+from synth.runner import ROOT, run_stack, stacks
 
 
 def diff(expected: dict[str, str], actual: dict[str, str], label: str) -> str:

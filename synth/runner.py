@@ -154,6 +154,11 @@ class ProgramRun:
         return next(r for r in self.resources if r.urn == urn)
 
 
+def stacks(root: Path = ROOT) -> list[str]:
+    """Every committed stack: the `<stack>` of each `Pulumi.<stack>.yaml`."""
+    return sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in root.glob("Pulumi.*.yaml"))
+
+
 def stack_config(stack: str, root: Path = ROOT) -> dict[str, str]:
     """The config map Pulumi would hand the program for `Pulumi.<stack>.yaml` (objects as JSON text)."""
     document = yaml.safe_load((root / f"Pulumi.{stack}.yaml").read_text()) or {}

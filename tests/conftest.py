@@ -1,15 +1,12 @@
 """Shared fixtures: each committed stack is run once per test session (runs are deterministic)."""
 
 from functools import cache
-from pathlib import Path
 
 import pytest
 
-from synth.runner import ROOT, ProgramRun, run_stack
+from synth.runner import ProgramRun, run_stack, stacks
 
-STACKS = sorted(
-    p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in Path(ROOT).glob("Pulumi.*.yaml")
-)
+STACKS = stacks()
 
 
 @cache

@@ -16,10 +16,12 @@ from typing import Any
 import pytest
 import yaml
 
+from synth.runner import stacks
+
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = ROOT / ".github" / "workflows"
 ACTIONLINT_JS = ROOT / "node_modules" / "@tktco" / "node-actionlint" / "build" / "run-lint.js"
-STACKS = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in ROOT.glob("Pulumi.*.yaml"))
+STACKS = stacks(ROOT)
 SYNTH_STEP = re.compile(r"^\.venv/bin/python -m synth (?P<stack>\S+) --check$")
 
 # Lints each file given on the command line and prints the findings as one JSON list. The Go program
