@@ -13,7 +13,7 @@ from components.gpu_instance_types import GpuInstanceType, gpu_instance_types
 from components.gpu_operator_values import GpuPoolProfile
 from config.base import ConfigModel
 from config.kubernetes import GPU_TAINT, Taint
-from config.types import GoDuration, InstanceType, KubernetesName, Quantity
+from config.types import DurationOrNever, GoDuration, InstanceType, KubernetesName, Quantity
 
 CapacityType = Literal["spot", "on-demand", "reserved"]
 Architecture = Literal["amd64", "arm64"]
@@ -22,13 +22,6 @@ DEFAULT_AMI = "al2023@v20260714"
 """Newest EKS AMI release in the amazon-eks-ami changelog (ships AL2023 NVIDIA AMIs for 1.30-1.36)."""
 
 _AMI_ALIAS = re.compile(r"(?P<family>al2023|bottlerocket)@(?P<version>latest|v\d{8}|v\d+\.\d+\.\d+)")
-_NEVER = "Never"
-
-
-def _duration_or_never(value: str) -> str:
-    if value != _NEVER and not re.fullmatch(r"([0-9]+(s|m|h))+", value):
-        raise ValueError("must be a duration such as 30s, 5m or 336h, or Never")
-    return value
 
 
 class GpuCount(ConfigModel):
@@ -122,7 +115,7 @@ class Disruption(ConfigModel):
 
     consolidation_policy: Literal["WhenEmptyOrUnderutilized", "WhenEmpty"] = "WhenEmptyOrUnderutilized"
     """`WhenEmptyOrUnderutilized` packs and removes nodes; `WhenEmpty` only removes empty ones (training)."""
-    consolidate_after: str
+    consolidate_after: DurationOrNever
     """How long a node must be consolidatable before Karpenter acts (`5m`), or `Never`. Required."""
     budgets: tuple[Budget, ...] = ()
     """Disruption budgets (Karpenter's default is 10% of nodes at a time)."""
@@ -142,11 +135,6 @@ class Disruption(ConfigModel):
         if value == "WhenUnderutilized":
             raise ValueError("WhenUnderutilized was renamed WhenEmptyOrUnderutilized in Karpenter v1")
         return value
-
-    @field_validator("consolidate_after")
-    @classmethod
-    def _duration(cls, value: str) -> str:
-        return _duration_or_never(value)
 
 
 class Kubelet(ConfigModel):
@@ -250,7 +238,7 @@ class NodePoolConfig(ConfigModel):
     """Total resource caps of the pool; GPU pools must cap `nvidia.com/gpu`, CPU pools `cpu`."""
     disruption: Disruption = Disruption(consolidate_after="5m")
     """Consolidation and budgets (default: WhenEmptyOrUnderutilized after 5m)."""
-    expire_after: str = "336h"
+    expire_after: DurationOrNever = "336h"
     """Replace nodes older than this (default 14 days: picks up AMI and security fixes), or `Never`."""
     termination_grace_period: GoDuration | None = None
     """Longest a draining node waits for pods before it is terminated anyway (e.g. `24h` for training)."""
@@ -274,11 +262,6 @@ class NodePoolConfig(ConfigModel):
                 "must be an AMI alias family@version: al2023@v20260714, bottlerocket@v1.40.0 or al2023@latest"
             )
         return value
-
-    @field_validator("expire_after")
-    @classmethod
-    def _expire_after(cls, value: str) -> str:
-        return _duration_or_never(value)
 
     @field_validator("instance_families")
     @classmethod

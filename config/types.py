@@ -86,9 +86,13 @@ Quantity = Annotated[
     str, AfterValidator(_matching(_QUANTITY, "a Kubernetes quantity such as 256, 1Ti or 500m"))
 ]
 
-GoDuration = Annotated[
-    str, AfterValidator(_matching(r"([0-9]+(s|m|h))+", "a duration such as 30s, 5m, 336h or 1h30m"))
+_DURATION = r"([0-9]+(s|m|h))+"
+GoDuration = Annotated[str, AfterValidator(_matching(_DURATION, "a duration such as 30s, 5m, 336h or 1h30m"))]
+
+DurationOrNever = Annotated[
+    str, AfterValidator(_matching(rf"{_DURATION}|Never", "a duration such as 30s, 5m or 336h, or Never"))
 ]
+"""A `GoDuration`, or `Never` where Karpenter accepts it (consolidateAfter, expireAfter)."""
 
 InstanceType = Annotated[
     str,
@@ -98,11 +102,3 @@ InstanceType = Annotated[
 ]
 
 PositiveInt = Annotated[int, Field(ge=1)]
-
-_DURATION_PART = re.compile(r"([0-9]+)(s|m|h)")
-_SECONDS = {"s": 1, "m": 60, "h": 3600}
-
-
-def duration_seconds(value: str) -> int:
-    """Seconds in a `GoDuration` string (`1h30m` -> 5400)."""
-    return sum(int(n) * _SECONDS[unit] for n, unit in _DURATION_PART.findall(value))

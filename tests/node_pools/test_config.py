@@ -103,6 +103,11 @@ def test_a_cpu_pool_has_no_gpu_taint() -> None:
         (pool(ami="al2@latest"), "gpu-eks:nodePools[0].ami = 'al2@latest': must be an AMI alias"),
         (pool(expireAfter="14d"), "gpu-eks:nodePools[0].expireAfter = '14d': must be a duration"),
         (
+            pool(disruption={"consolidateAfter": "5 minutes"}),
+            "gpu-eks:nodePools[0].disruption.consolidateAfter = '5 minutes': must be a duration such as 30s, "
+            "5m or 336h, or Never",
+        ),
+        (
             pool(rootVolume={"throughput": 1000, "iops": 3000}),
             "gpu-eks:nodePools[0].rootVolume: gp3 throughput may be at most IOPS/4",
         ),
