@@ -8,7 +8,7 @@ import pulumi_aws as aws
 import pulumi_eks as eks
 import pulumi_kubernetes as k8s
 
-from components.karpenter.iam import node_role_trust_policy
+from components.karpenter.iam import managed_policy_arn, node_role_trust_policy
 from components.karpenter.partition import Partition
 from components.network import DISCOVERY_TAG
 from config.cluster import ClusterConfig
@@ -27,11 +27,6 @@ ADDONS_BEFORE_NODES = ("eks-pod-identity-agent",)
 pulumi-eks itself)."""
 ADDONS_AFTER_NODES = ("coredns",)
 """Deployment add-ons that only become ACTIVE once nodes can run them."""
-
-
-def managed_policy_arn(partition: str, policy: str) -> str:
-    """ARN of an AWS-managed IAM policy."""
-    return f"arn:{partition}:iam::aws:policy/{policy}"
 
 
 def kubeconfig_endpoint(kubeconfig: dict[str, Any]) -> str:

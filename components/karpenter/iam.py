@@ -87,10 +87,15 @@ def node_role_trust_policy(partition: Partition = "aws") -> PolicyDocument:
     }
 
 
-def node_role_managed_policy_arns(partition: Partition = "aws") -> list[str]:
-    """ARNs `arn:<partition>:iam::aws:policy/<name>` of `NODE_ROLE_MANAGED_POLICIES`, in that order."""
+def managed_policy_arn(partition: Partition, name: str) -> str:
+    """ARN `arn:<partition>:iam::aws:policy/<name>` of an AWS-managed IAM policy."""
     check_partition(partition)
-    return [f"arn:{partition}:iam::aws:policy/{name}" for name in NODE_ROLE_MANAGED_POLICIES]
+    return f"arn:{partition}:iam::aws:policy/{name}"
+
+
+def node_role_managed_policy_arns(partition: Partition = "aws") -> list[str]:
+    """ARNs of `NODE_ROLE_MANAGED_POLICIES`, in that order."""
+    return [managed_policy_arn(partition, name) for name in NODE_ROLE_MANAGED_POLICIES]
 
 
 def node_role_name(cluster_name: str) -> str:
