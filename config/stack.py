@@ -4,7 +4,6 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-import pulumi
 import pulumi.runtime.config as runtime_config
 from pydantic import ValidationError
 
@@ -248,6 +247,4 @@ def load_stack_config() -> StackConfig:
     """Read this stack's Pulumi config and validate it (see `parse_stack_config`)."""
     raw = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
     secret_keys = frozenset(runtime_config._SECRET_KEYS.get())
-    # Touch the namespace through the public API too, so `pulumi` records the keys as used.
-    pulumi.Config(PROJECT)
     return parse_stack_config(raw, secret_keys)
