@@ -9,9 +9,9 @@ import pulumi_eks as eks
 import pulumi_kubernetes as k8s
 
 from components.karpenter.iam import managed_policy_arn, node_role_trust_policy
-from components.karpenter.partition import Partition
 from components.network import DISCOVERY_TAG
 from config.cluster import ClusterConfig
+from facts.partitions import Partition
 
 SYSTEM_NODE_LABEL = "gpu-eks.io/node-group"
 SYSTEM_NODE_SELECTOR = {SYSTEM_NODE_LABEL: "system"}

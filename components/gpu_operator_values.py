@@ -25,7 +25,10 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from components.gpu_instance_types import (
+from config.gpu_operator import MIG_ALL_DISABLED, GpuOperatorConfig, MigDeviceGroup
+from config.kubernetes import Taint
+from config.types import KubernetesName
+from facts.instance_types import (
     MIG_CAPABLE_GPUS,
     GpuInstanceType,
     MigNotSupportedError,
@@ -34,9 +37,7 @@ from components.gpu_instance_types import (
     check_mig_capable,
     mig_capable_instance_types,
 )
-from config.gpu_operator import MIG_ALL_DISABLED, GpuOperatorConfig, MigDeviceGroup
-from config.kubernetes import Taint
-from config.types import KubernetesName
+from facts.mig import MIG_BASE_PROFILES
 
 __all__ = [
     "CDI_MIN_KUBERNETES_VERSION",
@@ -120,17 +121,6 @@ CHART_NFD_GC_TOLERATIONS: tuple[Mapping[str, str], ...] = ()
 
 AmiFamily = Literal["al2023", "bottlerocket"]
 
-# Base MIG profiles (GPU slices, memory GB) per GPU model, as mig-parted names them (the MIG manager v0.15
-# generates `all-<profile>` configs from these on each node, `+` written `.`). Source: NVIDIA/mig-parted
-# deployments/systemd/config-default.yaml @ 1400787269cadb4f91db863a4b9f9af5c8fabcd7. Keyed by the
-# instance-type table's gpu-name and gpu-memory-MiB; GPUs not listed (a30, b300) get a syntax check only.
-_MIG_BASE_PROFILES: dict[tuple[str, int], frozenset[tuple[int, int]]] = {
-    ("a100", 40960): frozenset({(1, 5), (1, 10), (2, 10), (3, 20), (4, 20), (7, 40)}),
-    ("a100", 81920): frozenset({(1, 10), (1, 20), (2, 20), (3, 40), (4, 40), (7, 80)}),
-    ("h100", 81920): frozenset({(1, 10), (1, 20), (2, 20), (3, 40), (4, 40), (7, 80)}),
-    ("h200", 144384): frozenset({(1, 18), (1, 35), (2, 35), (3, 71), (4, 71), (7, 141)}),
-    ("b200", 183359): frozenset({(1, 23), (1, 45), (2, 45), (3, 90), (4, 90), (7, 180)}),
-}
 _GENERATED_ALL_PROFILE = re.compile(r"all-(?P<g>[1-8])g\.(?P<gb>[0-9]+)gb(?P<attrs>([.-][a-z][a-z0-9]*)*)")
 _PROFILE_BASE = re.compile(r"(?P<g>[1-8])g\.(?P<gb>[0-9]+)gb")
 _MIG_ALL_BALANCED = "all-balanced"
@@ -295,7 +285,7 @@ def _custom_mig_configs(config: GpuOperatorConfig) -> dict[str, tuple[MigDeviceG
 def _profile_problem(base: tuple[int, int], candidates: Sequence[GpuInstanceType]) -> str | None:
     """Why a base MIG profile (slices, GB) is not offered by some candidate's GPU, or None."""
     for it in candidates:
-        offered = _MIG_BASE_PROFILES.get((it.gpu_name, it.gpu_memory_mib))
+        offered = MIG_BASE_PROFILES.get((it.gpu_name, it.gpu_memory_mib))
         if offered is not None and base not in offered:
             names = ", ".join(f"all-{g}g.{gb}gb" for g, gb in sorted(offered))
             return (

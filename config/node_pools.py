@@ -9,11 +9,11 @@ from typing import Any, ClassVar, Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
-from components.gpu_instance_types import GpuInstanceType, gpu_instance_types
 from components.gpu_operator_values import GpuPoolProfile
 from config.base import ConfigModel
 from config.kubernetes import GPU_TAINT, Taint
 from config.types import DurationOrNever, GoDuration, InstanceType, KubernetesName, Quantity
+from facts.instance_types import GpuInstanceType, gpu_instance_types
 
 CapacityType = Literal["spot", "on-demand", "reserved"]
 Architecture = Literal["amd64", "arm64"]

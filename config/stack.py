@@ -8,7 +8,6 @@ import pulumi.runtime.config as runtime_config
 from pydantic import ValidationError
 
 from components.gpu_operator_values import SUPPORTED_CHART_SERIES, gpu_resource, validate_gpu_pools
-from components.karpenter.partition import Partition, partition_of_region
 from components.node_pools import plan
 from config.base import ConfigModel
 from config.cluster import ClusterConfig
@@ -27,6 +26,7 @@ from config.network import NetworkConfig
 from config.node_pools import NodePoolConfig
 from config.smoke_test import SmokeTestConfig
 from config.types import AwsRegion
+from facts.partitions import Partition, partition_of_region
 
 
 class StackConfig(ConfigModel):

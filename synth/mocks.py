@@ -7,7 +7,7 @@ from typing import Any
 
 import pulumi
 
-from components.karpenter.partition import partition_of_region
+from facts.partitions import partition_of_region
 
 ACCOUNT_ID = "111122223333"
 """The account the mocked caller identity reports (the documentation account)."""

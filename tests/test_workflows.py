@@ -157,7 +157,7 @@ def test_checks_job_needs_no_secrets_so_forks_can_run_it() -> None:
         "bash scripts/setup.sh",
         ".venv/bin/ruff check .",
         ".venv/bin/ruff format --check .",
-        ".venv/bin/mypy components config contract synth scripts __main__.py",
+        ".venv/bin/mypy components config contract facts synth scripts __main__.py",
     ]
     assert ".venv/bin/python -m pytest" in run_lines(checks)
 

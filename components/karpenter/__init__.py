@@ -5,7 +5,7 @@ Modules:
   CloudFormation template, Pod Identity and IRSA trust policies.
 - `components.karpenter.interruption`: SQS queue settings and policy, the five EventBridge rules.
 - `components.karpenter.chart_values`: chart coordinates and Helm values of `karpenter-crd` and `karpenter`.
-- `components.karpenter.partition`: partitions, DNS suffixes and the input checks shared by the above.
+- `facts.partitions`: partitions, DNS suffixes and the input checks shared by the above.
 
 Everything returns plain JSON-able dicts and raises `ValueError` on inputs that cannot be right; the Pulumi
 component calls these inside `Output.apply` and contains no decisions of its own.

@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from components.karpenter.iam import IRSA_ROLE_ANNOTATION
-from components.karpenter.partition import check_cluster_name
 from config.karpenter import KARPENTER_VERSION, KarpenterConfig, KarpenterFeatureGates, LogLevel
+from facts.partitions import check_cluster_name
 
 CHART_REPOSITORY: Final = "oci://public.ecr.aws/karpenter"
 """OCI repository of both charts."""

@@ -52,8 +52,8 @@ from components.karpenter.interruption import (
     queue_policy,
     queue_properties,
 )
-from components.karpenter.partition import check_partition, check_region
 from config.karpenter import KarpenterConfig
+from facts.partitions import check_partition, check_region
 
 CRD_RELEASE_NAMESPACE = "kube-system"
 """Where the `karpenter-crd` release record lives, whatever `karpenter.namespace` says.

@@ -27,7 +27,7 @@ one policy.
 import json
 from typing import Any, Final, Literal, get_args
 
-from components.karpenter.partition import (
+from facts.partitions import (
     Partition,
     check_account_id,
     check_arn,

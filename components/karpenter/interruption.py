@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from components.karpenter.iam import PolicyDocument
-from components.karpenter.partition import check_arn, check_cluster_name, partition_of_arn
+from facts.partitions import check_arn, check_cluster_name, partition_of_arn
 
 QUEUE_MESSAGE_RETENTION_SECONDS: Final = 300
 """`MessageRetentionPeriod`: an interruption notice older than five minutes is useless."""

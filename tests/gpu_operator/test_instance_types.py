@@ -4,7 +4,7 @@ import hashlib
 
 import pytest
 
-from components.gpu_instance_types import (
+from facts.instance_types import (
     INSTANCE_TYPES_TSV,
     MIG_CAPABLE_GPUS,
     MigNotSupportedError,

@@ -22,8 +22,8 @@ from components.karpenter.iam import (
     pod_identity_trust_policy,
 )
 from components.karpenter.interruption import TARGET_ID, queue_policy
-from components.karpenter.partition import check_partition
 from config.stack import StackConfig, parse_stack_config
+from facts.partitions import check_partition
 from synth.mocks import ACCOUNT_ID
 from synth.runner import ProgramRun, Registration, stack_config
 from tests.conftest import STACKS, stack_run

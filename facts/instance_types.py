@@ -1,6 +1,6 @@
 """NVIDIA GPU facts per EC2 instance type, and which instance types can run MIG (pure; no Pulumi).
 
-The table is `components/data/accelerated-instance-types.tsv`, a verbatim copy of the Karpenter 1.14.1
+The table is `facts/data/accelerated-instance-types.tsv`, a verbatim copy of the Karpenter 1.14.1
 reference (`website/content/en/v1.14/reference/instance-types.md`, generated from EC2 data; the tests
 check the copy against the reference). It is region-dependent: an instance type missing from it is
 reported as unknown rather than guessed.
@@ -100,7 +100,7 @@ def candidate_instance_types(
     if unknown:
         raise UnknownInstanceTypeError(
             f"{', '.join(unknown)}: not an instance type with NVIDIA GPUs in the Karpenter 1.14.1 "
-            "instance-type table (components/data/accelerated-instance-types.tsv)"
+            "instance-type table (facts/data/accelerated-instance-types.tsv)"
         )
     return tuple(
         it
