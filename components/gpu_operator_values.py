@@ -8,7 +8,9 @@ Two entry points for the rest of the program:
   the time-slicing entry of the device plugin, the MIG partitioning.
 
 `validate_gpu_pools(pools, config)` runs every check of `gpu_operator_values` without building values, for
-config validation. Errors are `GpuOperatorValuesError` (a `ValueError`) subclasses naming the pools.
+config validation. `advertised_gpu_resources(pool, config, instance_type)` says what the device plugin will
+advertise on a node of the pool (whole GPUs, time-slices, MIG devices), for Karpenter's NodeOverlays.
+Errors are `GpuOperatorValuesError` (a `ValueError`) subclasses naming the pools.
 
 How the operator is made to serve mixed pools: global switches (`driver.enabled`, ...) cover what every
 pool needs; where a pool differs, the NodePool labels the node with `nvidia.com/gpu.deploy.<operand>=false`.
@@ -20,7 +22,7 @@ The operator only adds those `gpu.deploy.*` labels when a node lacks them and ho
 import copy
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
@@ -37,7 +39,7 @@ from facts.instance_types import (
     check_mig_capable,
     mig_capable_instance_types,
 )
-from facts.mig import MIG_BASE_PROFILES
+from facts.mig import MIG_BASE_PROFILES, MIG_PROFILE_INSTANCES, balanced_mig_devices
 
 __all__ = [
     "CDI_MIN_KUBERNETES_VERSION",
@@ -54,6 +56,7 @@ __all__ = [
     "MIG_CAPABLE_GPUS",
     "MIG_CONFIG_LABEL",
     "MIG_PARTED_CONFIGMAP",
+    "NVIDIA_GPU",
     "SUPPORTED_CHART_SERIES",
     "GpuInstanceType",
     "GpuOperatorValuesError",
@@ -62,11 +65,14 @@ __all__ = [
     "MigProfileError",
     "UnknownInstanceTypeError",
     "UnsupportedPoolError",
+    "advertised_gpu_resources",
     "candidate_instance_types",
     "check_mig_capable",
     "deep_merge",
     "gpu_operator_values",
     "mig_capable_instance_types",
+    "mig_devices_per_gpu",
+    "mig_resource_name",
     "nfd_worker_tolerations",
     "operand_tolerations",
     "pool_node_labels",
@@ -535,14 +541,88 @@ def gpu_operator_values(
     return deep_merge(values, config.extra_values)
 
 
-def gpu_resource(pool: GpuPoolProfile, mig_strategy: str) -> str | None:
-    """The extended resource a pod requests for one GPU (or GPU slice) on the pool's nodes.
+NVIDIA_GPU: Final = "nvidia.com/gpu"
+"""The device plugin's resource for whole GPUs, time-slices and (`mig.strategy: single`) MIG devices."""
 
-    `nvidia.com/gpu` unless the pool is partitioned with MIG under the `mixed` strategy, where each
-    profile is its own resource (`all-1g.10gb` -> `nvidia.com/mig-1g.10gb`); None when a mixed pool's
-    profile has several partition sizes (the pod must name one).
+
+def mig_resource_name(profile: str) -> str:
+    """The resource the device plugin advertises a MIG profile as under `mig.strategy: mixed`.
+
+    `nvidia.com/mig-<profile>` with `+` written `.` (`1g.10gb+me` -> `nvidia.com/mig-1g.10gb.me`): NVIDIA
+    k8s-device-plugin v0.20.0 (the GPU Operator v26.7.0's), `internal/rm/rm.go` `AddDefaultResourcesToConfig`.
     """
-    if pool.mig_profile is None or mig_strategy != "mixed":
-        return "nvidia.com/gpu"
-    match = re.fullmatch(r"all-(\d+g\.\d+gb)", pool.mig_profile)
-    return f"nvidia.com/mig-{match.group(1)}" if match else None
+    return "nvidia.com/mig-" + profile.replace("+", ".")
+
+
+def mig_devices_per_gpu(
+    pool: GpuPoolProfile, config: GpuOperatorConfig, gpu: GpuInstanceType
+) -> dict[str, int]:
+    """The MIG devices the pool's MIG config creates on each GPU of `gpu` (profile -> count); {} without MIG.
+
+    From the generated configs (`all-<profile>`: the most instances of the profile a GPU holds;
+    `all-balanced`: mig-parted's formula) per `facts.mig`, or from the custom config's `mig-devices`.
+    Raises `MigProfileError` where that cannot be known ahead: a custom config with several device groups,
+    GPU indexes or a `device-filter` (which GPUs of a node get which partition depends on their PCI ids),
+    compute-instance profiles (`1c.2g.20gb`, which the device plugin does not advertise as such), or a GPU
+    model without MIG facts. Assumes `validate_gpu_pools` accepted the pool.
+    """
+    profile = pool.mig_profile
+    if profile is None or profile == MIG_ALL_DISABLED:
+        return {}
+    where = f"GPU pool {pool.name!r}: MIG profile {profile!r}"
+    custom = _custom_mig_configs(config)
+    if custom is not None:
+        groups = custom[profile]
+        group = groups[0]
+        if len(groups) != 1 or group.devices != "all" or group.device_filter is not None:
+            raise MigProfileError(
+                f"{where}: gpu-eks must know how many MIG devices each node offers (Karpenter's NodeOverlays "
+                "are derived from it), which a custom config tells only with exactly one device group with "
+                "devices: all and no device-filter; split the config per pool, so that each names one "
+                "partition for all GPUs of its nodes"
+            )
+        compute = sorted(p for p in group.mig_devices if not _PROFILE_BASE.match(p))
+        if compute:
+            raise MigProfileError(
+                f"{where} uses compute-instance profiles ({', '.join(compute)}), which the device plugin "
+                "does not advertise one per profile; use GPU-instance profiles such as 1g.10gb"
+            )
+        return dict(group.mig_devices) if group.mig_enabled else {}
+    model = (gpu.gpu_name, gpu.gpu_memory_mib)
+    offered = MIG_PROFILE_INSTANCES.get(model)
+    if offered is None:
+        raise MigProfileError(
+            f"{where}: {gpu.name} has {gpu.gpu_name} GPUs with {gpu.gpu_memory_mib} MiB, for which gpu-eks "
+            "has no MIG profile facts (facts/mig.py), so the MIG devices of its nodes are not known; define "
+            "the partition in gpuOperator.mig.config"
+        )
+    if profile == _MIG_ALL_BALANCED:
+        return balanced_mig_devices(model)
+    for name, count in offered.items():
+        if profile == "all-" + name.replace("+", "."):
+            return {name: count}
+    names = ", ".join("all-" + name.replace("+", ".") for name in offered)
+    raise MigProfileError(
+        f"{where} is not offered by {gpu.name} ({gpu.gpu_name}, {gpu.gpu_memory_mib} MiB): its generated "
+        f"configs are all-disabled, all-balanced and {names}"
+    )
+
+
+def advertised_gpu_resources(
+    pool: GpuPoolProfile, config: GpuOperatorConfig, gpu: GpuInstanceType
+) -> dict[str, int]:
+    """What the device plugin advertises on a node of `pool` launched as `gpu`: resource -> count.
+
+    Whole GPUs: `nvidia.com/gpu` = GPUs. Time-slicing: GPUs x replicas. MIG under `single`: GPUs x MIG devices
+    per GPU, as `nvidia.com/gpu`. MIG under `mixed`: `nvidia.com/mig-<profile>` = GPUs x devices of the
+    profile per GPU, and `nvidia.com/gpu` 0 (every GPU is partitioned, and the device plugin serves no
+    resource it has no device for: `cmd/nvidia-device-plugin/main.go` v0.20.0 skips plugins without devices).
+    """
+    devices = mig_devices_per_gpu(pool, config, gpu)
+    if not devices:
+        return {NVIDIA_GPU: gpu.gpu_count * (pool.time_slicing_replicas or 1)}
+    if config.mig.strategy == "single":
+        return {NVIDIA_GPU: gpu.gpu_count * sum(devices.values())}
+    return {NVIDIA_GPU: 0} | {
+        mig_resource_name(name): gpu.gpu_count * count for name, count in sorted(devices.items())
+    }

@@ -96,9 +96,8 @@ class MigConfig(ConfigModel):
 
     strategy: MigStrategy = "single"
     """How the device plugin exposes MIG devices: `single` (every GPU of a node split alike; the slices are
-    advertised as `nvidia.com/gpu`) or `mixed` (`nvidia.com/mig-<profile>` resources; allows mixed profiles,
-    but Karpenter knows no instance type offering those resources, so pods asking for them need a
-    NodeOverlay to be provisioned)."""
+    advertised as `nvidia.com/gpu`) or `mixed` (`nvidia.com/mig-<profile>` resources; allows mixed profiles;
+    Karpenter learns of those resources from the NodeOverlays gpu-eks declares for MIG pools)."""
     config: dict[str, tuple[MigDeviceGroup, ...]] | None = None
     """Custom mig-parted configs (`mig-configs` of the mig-parted file): name -> device groups. When set, the
     MIG manager uses these instead of the configs it generates from the hardware, and a pool's MIG profile

@@ -173,7 +173,9 @@ class Limits(ConfigModel):
     memory: Quantity | None = None
     """Total memory."""
     nvidia_gpu: Quantity | None = Field(default=None, alias="nvidia.com/gpu")
-    """Total GPUs: the cap on GPU spend. Required for GPU pools."""
+    """The cap on GPU spend, required for GPU pools. Counted in what the pool's pods request: whole GPUs,
+    or slices on a pool that shares GPUs (time-slices; MIG devices), so `16` on a 4-way time-sliced pool is
+    4 GPUs. A `mig.strategy: mixed` pool with several MIG resources counts physical GPUs."""
 
 
 class TimeSlicing(ConfigModel):
@@ -250,7 +252,7 @@ class NodePoolConfig(ConfigModel):
     """Restrict to EFA-capable instance types; pods request `vpc.amazonaws.com/efa` and Karpenter attaches
     the interfaces (the stack then installs the EFA device plugin, which advertises that resource)."""
     time_slicing: TimeSlicing | None = None
-    """Share GPUs between pods (GPU Operator device-plugin config). Karpenter still counts physical GPUs."""
+    """Share GPUs between pods (GPU Operator device-plugin config); NodeOverlays tell Karpenter the slices."""
     mig: Mig | None = None
     """MIG partitioning (GPU Operator MIG manager)."""
 

@@ -7,7 +7,15 @@ from typing import Any
 import pulumi.runtime.config as runtime_config
 from pydantic import ValidationError
 
-from components.gpu_operator_values import SUPPORTED_CHART_SERIES, gpu_resource, validate_gpu_pools
+from components.gpu_operator_values import (
+    NVIDIA_GPU,
+    SUPPORTED_CHART_SERIES,
+    MigProfileError,
+    validate_gpu_pools,
+)
+from components.gpu_sharing import gpu_limits, pool_gpu_resource, sharing_capacity
+from components.karpenter_api import NodeOverlay
+from components.node_overlays import pool_overlays, stack_overlays
 from components.node_pools import plan
 from config.base import ConfigModel
 from config.cluster import ClusterConfig
@@ -68,6 +76,13 @@ class StackConfig(ConfigModel):
         """The AWS partition of the region, for ARNs."""
         return partition_of_region(self.region)
 
+    @property
+    def node_overlays(self) -> list[NodeOverlay]:
+        """The NodeOverlays of the GPU-sharing pools; none with `karpenter.gpuSharingOverlays: false`."""
+        if not self.karpenter.gpu_sharing_overlays:
+            return []
+        return stack_overlays(self.gpu_pools, self.gpu_operator)
+
 
 SECTIONS = {section_key(f.alias or n): f.alias or n for n, f in StackConfig.model_fields.items()}
 """Full config key (`gpu-eks:cluster`) -> StackConfig field alias (`cluster`)."""
@@ -98,14 +113,82 @@ def _node_pool_problems(config: StackConfig) -> list[ConfigProblem]:
         except ValueError as exc:
             problems.append(ConfigProblem(f"{PROJECT}:nodePools", str(exc)))
     if not problems:
+        problems.extend(_gpu_sharing_problems(config))
+    if not problems:
         # Build the Karpenter objects now: what the API server would refuse is refused before any resource.
         for index, pool in enumerate(config.node_pools):
             try:
-                plan([pool], cluster_name=config.cluster.name, tags={})
+                plan([pool], cluster_name=config.cluster.name, tags={}, gpu_operator=config.gpu_operator)
+                pool_overlays(pool, config.gpu_operator)
             except ValidationError as exc:
                 messages = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
                 problems.append(ConfigProblem(f"{PROJECT}:nodePools[{index}]", messages))
     return problems
+
+
+def _sharing_key(index: int, pool: NodePoolConfig) -> str:
+    return f"{PROJECT}:nodePools[{index}]." + ("timeSlicing" if pool.time_slicing else "mig.profile")
+
+
+def _gpu_sharing_problems(config: StackConfig) -> list[ConfigProblem]:
+    """What GPU-sharing pools offer must be derivable (their NodeOverlays and limits are built from it), the
+    overlays need the `nodeOverlay` feature gate, and mixed-strategy MIG pools need the overlays."""
+    problems = []
+    sharing: list[tuple[int, NodePoolConfig]] = []
+    for index, pool in enumerate(config.node_pools):
+        try:
+            if pool_overlays(pool, config.gpu_operator):
+                sharing.append((index, pool))
+            gpu_limits(pool, config.gpu_operator)
+        except MigProfileError as exc:
+            value = pool.mig.profile if pool.mig else None
+            problems.append(ConfigProblem(_sharing_key(index, pool), str(exc), value, value is not None))
+    if problems:
+        return problems
+    karpenter = config.karpenter
+    if not karpenter.gpu_sharing_overlays:
+        mixed = [
+            (index, pool)
+            for index, pool in sharing
+            if any(set(c) - {NVIDIA_GPU} for c in sharing_capacity(pool, config.gpu_operator).values())
+        ]
+        return [
+            ConfigProblem(
+                config_key(("karpenter", "gpuSharingOverlays")),
+                f"MIG pool {pool.name!r} ({_sharing_key(index, pool)}) runs under gpuOperator.mig.strategy "
+                "mixed: its pods request nvidia.com/mig-* resources, which no instance type offers to "
+                "Karpenter without a NodeOverlay, so its nodes would never be launched; set "
+                "gpuSharingOverlays to true (or leave it out) or use mig.strategy single",
+                False,
+                True,
+            )
+            for index, pool in mixed
+        ]
+    gates = karpenter.feature_gates
+    if sharing and "node_overlay" in gates.model_fields_set and not gates.node_overlay:
+        keys = ", ".join(f"{_sharing_key(index, pool)} ({pool.name})" for index, pool in sharing)
+        return [
+            ConfigProblem(
+                config_key(("karpenter", "featureGates", "nodeOverlay")),
+                "GPU-sharing pools get NodeOverlays, which the controller ignores with this gate off: "
+                f"{keys}. Leave the gate out (it is turned on for them) or set it to true; to run without "
+                "overlays, set gpu-eks:karpenter.gpuSharingOverlays to false",
+                False,
+                True,
+            )
+        ]
+    return []
+
+
+def _with_overlay_gate(config: StackConfig) -> StackConfig:
+    """`config` with the `nodeOverlay` feature gate on when NodeOverlays are declared."""
+    gates = config.karpenter.feature_gates
+    if not config.node_overlays or gates.node_overlay:
+        return config
+    karpenter = config.karpenter.model_copy(
+        update={"feature_gates": gates.model_copy(update={"node_overlay": True})}
+    )
+    return config.model_copy(update={"karpenter": karpenter})
 
 
 def _smoke_test_problems(config: StackConfig) -> list[ConfigProblem]:
@@ -124,7 +207,7 @@ def _smoke_test_problems(config: StackConfig) -> list[ConfigProblem]:
         return [
             ConfigProblem(key, "names a CPU pool; the smoke test needs a GPU pool", smoke.node_pool, True)
         ]
-    if gpu_resource(pool.gpu_profile(), config.gpu_operator.mig.strategy) is None:
+    if pool_gpu_resource(pool, config.gpu_operator) is None:
         return [
             ConfigProblem(
                 key,
@@ -240,7 +323,7 @@ def parse_stack_config(raw: Mapping[str, Any], secret_keys: frozenset[str] = fro
     problems.extend(_cross_section_problems(config))
     if problems:
         raise ConfigError(problems)
-    return config
+    return _with_overlay_gate(config)
 
 
 def load_stack_config() -> StackConfig:
