@@ -6,6 +6,7 @@ import datetime
 import json
 import re
 import urllib.parse
+import urllib.request
 from collections.abc import Mapping
 from typing import Any
 
@@ -502,12 +503,19 @@ def test_no_guard_without_gpu_pools() -> None:
 def test_a_settings_change_rolls_the_guard() -> None:
     pools = parse_stack_config(config(nodePools=POOLS)).node_pools
 
-    def digest(**settings: Any) -> str:
+    def program(**settings: Any) -> tuple[str, str]:
         objects = manifests(pools, GpuNodeGuardConfig(**settings), system_node_selector=SYSTEM_NODE_SELECTOR)
         (deployment,) = [m for m in objects if m["kind"] == "Deployment"]
-        return str(deployment["spec"]["template"]["metadata"]["annotations"]["gpu-eks.io/config-sha256"])
+        (config_map,) = [m for m in objects if m["kind"] == "ConfigMap"]
+        assert config_map["immutable"] is True
+        (volume,) = deployment["spec"]["template"]["spec"]["volumes"]
+        assert volume["configMap"]["name"] == config_map["metadata"]["name"]
+        return str(config_map["metadata"]["name"]), json.dumps(config_map["data"])
 
-    assert digest() != digest(initialization_timeout="30m")
+    (name, data), (new_name, new_data) = program(), program(initialization_timeout="30m")
+    assert data != new_data
+    assert name != new_name
+    assert program() == (name, data)
 
 
 # --- refusals -----------------------------------------------------------------------------------------
@@ -542,3 +550,21 @@ def test_driver_mode_operator_is_refused_with_the_alias_explanation() -> None:
     error, _ = run_failing(gpuOperator={"driverMode": "operator"})
     assert "al2023@<version> for GPU instance types to the EKS AL2023 NVIDIA AMI" in str(error)
     assert "no custom AMI selector" in str(error)
+
+
+def test_the_metrics_and_health_endpoints_over_http() -> None:
+    """The real HTTP server on a loopback port: /metrics in text format, /healthz up until syncs go stale."""
+    config_zero_port = guard.GuardConfig(pools=GUARD_CONFIG.pools, mig_taint=TAINT, metrics_port=0)
+    keeper = guard.Guard(guard.Api(FakeApi([], []), EVENT_NAMESPACE), config_zero_port)
+    server = guard.serve(keeper)
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        with urllib.request.urlopen(f"{base}/metrics", timeout=5) as response:
+            assert response.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+            names = {f.name for f in text_string_to_metric_families(response.read().decode())}
+        assert "gpu_eks_node_guard_uninitialized_nodeclaims" in names
+        with urllib.request.urlopen(f"{base}/healthz", timeout=5) as response:
+            assert response.status == 200  # fresh start: within three intervals
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -28,6 +28,7 @@ _RESOURCES: dict[str, Any] = {
     "Service": k8s.core.v1.Service,
 }
 _ARGUMENTS = {
+    "immutable": "immutable",
     "metadata": "metadata",
     "spec": "spec",
     "rules": "rules",
@@ -70,6 +71,9 @@ class GpuNodeGuard(pulumi.ComponentResource):
                     provider=provider,
                     # The Deployment starts after everything it uses (RBAC, ConfigMap) and the CRDs exist.
                     depends_on=[*depends_on, *created] if kind == "Deployment" else list(depends_on),
+                    # Named objects: a replacement (new namespace, selector, roleRef) must delete the old one
+                    # first. The ConfigMap is named after its content, so it is created before the old goes.
+                    delete_before_replace=kind != "ConfigMap",
                 ),
             )
             if kind == "Namespace":

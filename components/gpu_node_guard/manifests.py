@@ -13,8 +13,8 @@ from config.node_pools import NodePoolConfig
 from config.types import duration_seconds
 
 NAME = "gpu-node-guard"
-"""Name of the ServiceAccount, ConfigMap, Deployment and (prefixed `gpu-eks-`) the cluster-scoped RBAC
-objects."""
+"""Name of the ServiceAccount and Deployment, prefix of the ConfigMap's, and (prefixed `gpu-eks-`) the name of
+the cluster-scoped RBAC objects."""
 CLUSTER_ROLE = f"gpu-eks-{NAME}"
 METRICS_SERVICE = f"{NAME}-metrics"
 METRICS_PORT = 8080
@@ -85,10 +85,9 @@ def manifests(
         "guard.py": SCRIPT.read_text(),
         "config.json": json.dumps(guard_settings(pools, config), indent=2, sort_keys=True) + "\n",
     }
-    # A change of program or settings rolls the pod (a mounted ConfigMap would update, but the program reads
-    # its
-    # settings once at start).
-    digest = hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+    # The ConfigMap is immutable and named after its content: a change of program or settings creates a new
+    # one (Pulumi replaces a changed ConfigMap anyway) and rolls the pod onto it; the old one goes after.
+    config_map = f"{NAME}-{hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:10]}"
     subject = [{"kind": "ServiceAccount", "name": NAME, "namespace": namespace}]
     probe = {
         "httpGet": {"path": "/healthz", "port": METRICS_PORT_NAME},
@@ -162,7 +161,13 @@ def manifests(
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": CLUSTER_ROLE},
             "subjects": subject,
         },
-        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _metadata(NAME, namespace), "data": data},
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": _metadata(config_map, namespace),
+            "immutable": True,
+            "data": data,
+        },
         {
             "apiVersion": "apps/v1",
             "kind": "Deployment",
@@ -173,7 +178,7 @@ def manifests(
                 "strategy": {"type": "Recreate"},
                 "selector": {"matchLabels": dict(SELECTOR)},
                 "template": {
-                    "metadata": {"labels": dict(LABELS), "annotations": {"gpu-eks.io/config-sha256": digest}},
+                    "metadata": {"labels": dict(LABELS)},
                     "spec": {
                         "serviceAccountName": NAME,
                         "automountServiceAccountToken": True,
@@ -186,7 +191,7 @@ def manifests(
                             "seccompProfile": {"type": "RuntimeDefault"},
                         },
                         "containers": [container],
-                        "volumes": [{"name": "program", "configMap": {"name": NAME}}],
+                        "volumes": [{"name": "program", "configMap": {"name": config_map}}],
                     },
                 },
             },
