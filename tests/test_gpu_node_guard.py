@@ -8,6 +8,7 @@ import re
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
@@ -25,13 +26,35 @@ from components.gpu_node_guard.manifests import (
     SCRIPT,
     manifests,
 )
-from components.gpu_operator_values import tolerates
+from components.gpu_operator_values import MIG_CONFIG_LABEL, tolerates
 from config.errors import ConfigError
-from config.gpu_node_guard import DEFAULT_IMAGE, GpuNodeGuardConfig
+from config.gpu_node_guard import (
+    DEFAULT_IMAGE,
+    DEFAULT_INITIALIZATION_TIMEOUT,
+    MIN_INITIALIZATION_TIMEOUT_SECONDS,
+    GpuNodeGuardConfig,
+)
 from config.kubernetes import MIG_PENDING_TAINT
 from config.stack import parse_stack_config
-from facts.gpu_operator import MIG_STATES, OPERAND_DAEMONSETS
-from facts.karpenter_lifecycle import CONDITION_INITIALIZED, CONDITION_LAUNCHED, NODEPOOL_LABEL
+from config.types import duration_seconds
+from facts.bottlerocket import NVIDIA_SMI_PATH as BOTTLEROCKET_NVIDIA_SMI
+from facts.gpu_operator import (
+    HOST_NVIDIA_SMI_PATHS,
+    MIG_CONFIG_STATE_LABEL,
+    MIG_STATE_FAILED,
+    MIG_STATE_SUCCESS,
+    MIG_STATES,
+    OPERAND_DAEMONSETS,
+    RUNTIME_CLASS_HANDLERS,
+)
+from facts.karpenter_lifecycle import (
+    CONDITION_INITIALIZED,
+    CONDITION_LAUNCHED,
+    LAUNCH_TIMEOUT_SECONDS,
+    NODEPOOL_LABEL,
+    REGISTRATION_TIMEOUT_SECONDS,
+    REPAIR_POLICIES,
+)
 from synth.runner import ProgramRun
 from tests.helpers import config, run, run_failing
 
@@ -568,3 +591,40 @@ def test_the_metrics_and_health_endpoints_over_http() -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+# --- the facts the guard and the decisions rest on ---------------------------------------------------------
+
+
+def test_the_in_cluster_program_uses_the_upstream_names() -> None:
+    # guard.py runs alone in the cluster (standard library only), so it repeats these names: they must agree.
+    assert guard.NODEPOOL_LABEL == NODEPOOL_LABEL
+    assert guard.MIG_CONFIG_STATE_LABEL == MIG_CONFIG_STATE_LABEL
+    assert (guard.MIG_STATE_SUCCESS, guard.MIG_STATE_FAILED) == (MIG_STATE_SUCCESS, MIG_STATE_FAILED)
+    assert guard.MIG_CONFIG_LABEL == MIG_CONFIG_LABEL
+
+
+def test_the_watchdog_leaves_unregistered_nodeclaims_to_karpenter() -> None:
+    # Karpenter deletes a NodeClaim whose node has not registered after 15 minutes; the guard's default comes
+    # later, so it only ever acts on registered nodes that never initialize.
+    assert duration_seconds(DEFAULT_INITIALIZATION_TIMEOUT) > REGISTRATION_TIMEOUT_SECONDS
+    assert MIN_INITIALIZATION_TIMEOUT_SECONDS > LAUNCH_TIMEOUT_SECONDS
+
+
+def test_node_repair_does_not_cover_a_node_that_never_initializes() -> None:
+    # A Ready node without nvidia.com/gpu matches no repair policy: hence the watchdog. The README names them.
+    assert not [p for p in REPAIR_POLICIES if p.condition == "Ready" and p.status == "True"]
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    for policy in REPAIR_POLICIES:
+        assert f"`{policy.condition}`" in readme, policy.condition
+
+
+def test_bottlerocket_keeps_nvidia_smi_where_the_validator_does_not_look() -> None:
+    # The reason Bottlerocket pools keep every operand off (components/gpu_operator_values.py).
+    assert BOTTLEROCKET_NVIDIA_SMI not in HOST_NVIDIA_SMI_PATHS
+
+
+def test_the_readme_explains_every_runtime_class_the_operator_creates() -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    for name in RUNTIME_CLASS_HANDLERS:
+        assert f"`{name}`" in readme, name

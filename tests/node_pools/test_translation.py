@@ -10,6 +10,7 @@ from components.node_pools import POOL_LABEL, plan, requirements
 from config.errors import ConfigError
 from config.node_pools import NodePoolConfig
 from config.stack import parse_stack_config
+from facts.bottlerocket import ACCEPTS_VISIBLE_DEVICES_ENVVAR_UNPRIVILEGED
 from tests.helpers import config
 from tests.support.crd_check import validate
 
@@ -150,6 +151,7 @@ def test_bottlerocket_sizes_the_data_volume() -> None:
     # Bottlerocket ships its own device plugin, and the validator cannot finish there: no operand runs.
     assert node_pool["spec"]["template"]["metadata"]["labels"]["nvidia.com/gpu.deploy.operands"] == "false"
     # Bottlerocket already ignores NVIDIA_VISIBLE_DEVICES from unprivileged pods: no user data of ours.
+    assert ACCEPTS_VISIBLE_DEVICES_ENVVAR_UNPRIVILEGED is False
     assert "userData" not in manifests(BOTTLEROCKET)[0]["spec"]
 
 
