@@ -6,6 +6,7 @@ import pulumi_aws as aws
 import contract
 from components.cluster import Cluster
 from components.efa_device_plugin import EfaDevicePlugin
+from components.gpu_node_guard import GpuNodeGuard
 from components.gpu_operator import GpuOperator
 from components.karpenter.component import Karpenter
 from components.network import Network
@@ -62,6 +63,16 @@ if config.efa_pools:
     # Advertises vpc.amazonaws.com/efa on the EFA pools' nodes; without it EFA pods stay Pending.
     EfaDevicePlugin(
         "efa-device-plugin", config=config.efa_device_plugin, pools=config.efa_pools, cluster=cluster
+    )
+if config.gpu_pools:
+    # Lifts the MIG pools' startup taint once the GPUs are partitioned; deletes GPU nodes that never
+    # initialize.
+    GpuNodeGuard(
+        "gpu-node-guard",
+        config=config.gpu_node_guard,
+        pools=config.gpu_pools,
+        provider=cluster.provider,
+        depends_on=[karpenter.crd_release],
     )
 # After the CRDs and the controller (which waits for the node role's access entry): created last, and on
 # `pulumi destroy` deleted first, while Karpenter can still terminate the instances it launched.

@@ -42,6 +42,7 @@ from components.karpenter_api import (
     to_manifest,
 )
 from components.network import DISCOVERY_TAG
+from components.node_user_data import al2023_user_data
 from config.gpu_operator import GpuOperatorConfig
 from config.node_pools import NodePoolConfig
 from contract import GpuPool, Toleration
@@ -180,6 +181,8 @@ def node_class(pool: NodePoolConfig, *, name: str, cluster_name: str, tags: dict
             capacity_reservation_selector_terms=reservations or None,
             kubelet=kubelet,
             tags=dict(tags) or None,
+            # Bottlerocket already ignores NVIDIA_VISIBLE_DEVICES from unprivileged pods (facts.bottlerocket).
+            user_data=al2023_user_data() if pool.ami_family == "al2023" else None,
         ),
     )
 
@@ -197,7 +200,7 @@ def node_pool(
     limits |= gpu_limits(pool, gpu_operator or GpuOperatorConfig())
     disruption = pool.disruption
     taints = [Taint.of(t.key, t.value, t.effect) for t in pool.effective_taints]
-    startup_taints = [Taint.of(t.key, t.value, t.effect) for t in pool.startup_taints]
+    startup_taints = [Taint.of(t.key, t.value, t.effect) for t in pool.effective_startup_taints]
     return NodePool(
         metadata=ObjectMeta(name=pool.name, labels={"app.kubernetes.io/managed-by": "gpu-eks"}),
         spec=NodePoolSpec(

@@ -28,6 +28,7 @@ from config.errors import (
     problems_from_validation_error,
     section_key,
 )
+from config.gpu_node_guard import GpuNodeGuardConfig
 from config.gpu_operator import GpuOperatorConfig
 from config.karpenter import KarpenterConfig
 from config.network import NetworkConfig
@@ -60,6 +61,9 @@ class StackConfig(ConfigModel):
     efa_device_plugin: EfaDevicePluginConfig = EfaDevicePluginConfig()
     """The AWS EFA device plugin, which makes `vpc.amazonaws.com/efa` allocatable; installed only when a
     pool has `efa: true`."""
+    gpu_node_guard: GpuNodeGuardConfig = GpuNodeGuardConfig()
+    """The GPU node guard, installed with any GPU pool: lifts the MIG pools' startup taint once the GPUs are
+    partitioned, and deletes GPU NodeClaims that never initialize."""
 
     @property
     def gpu_pools(self) -> tuple[NodePoolConfig, ...]:
@@ -102,6 +106,9 @@ def _node_pool_problems(config: StackConfig) -> list[ConfigProblem]:
                 )
             )
         seen.setdefault(pool.name, index)
+        for taint_index, why in pool.startup_taint_problems():
+            key = f"{PROJECT}:nodePools[{index}].startupTaints[{taint_index}].key"
+            problems.append(ConfigProblem(key, why, pool.startup_taints[taint_index].key, True))
         if pool.kind == "gpu":
             try:
                 validate_gpu_pools([pool.gpu_profile()], config.gpu_operator)
@@ -221,7 +228,24 @@ def _smoke_test_problems(config: StackConfig) -> list[ConfigProblem]:
 
 
 def _gpu_operator_problems(config: StackConfig) -> list[ConfigProblem]:
-    """The chart version must be of the series the values are built for (the model checks only its form)."""
+    """The chart version must be of the series the values are built for (the model checks only its form), and
+    `extraValues` must not turn CDI off while AL2023 GPU pools exist: their nodes ignore
+    `NVIDIA_VISIBLE_DEVICES` from unprivileged pods (`components/node_user_data.py`), so GPU pods get their
+    GPUs only as CDI devices."""
+    cdi = config.gpu_operator.extra_values.get("cdi")
+    if isinstance(cdi, dict) and cdi.get("enabled") is False:
+        al2023 = [p.name for p in config.gpu_pools if p.ami_family == "al2023"]
+        if al2023:
+            return [
+                ConfigProblem(
+                    f"{PROJECT}:gpuOperator.extraValues.cdi.enabled",
+                    f"CDI must stay on with AL2023 GPU pools ({', '.join(al2023)}): their nodes ignore "
+                    "NVIDIA_VISIBLE_DEVICES from unprivileged pods, so without CDI devices no GPU pod would "
+                    "get a GPU; remove the override",
+                    False,
+                    True,
+                )
+            ]
     version = config.gpu_operator.version
     if version.startswith(f"{SUPPORTED_CHART_SERIES}."):
         return []
