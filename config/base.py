@@ -8,7 +8,9 @@ class ConfigModel(BaseModel):
     """A config section or sub-object.
 
     `extra="forbid"` turns a misspelt key into an error instead of a silently ignored setting;
-    `frozen` because config is read once and then only passed around.
+    `frozen` because config is read once and then only passed around. The docstring under each field is
+    its documentation; scripts/config_reference.py reads it from the source (pydantic's
+    `use_attribute_docstrings` would parse every model's source on each run of the program).
     """
 
     model_config = ConfigDict(
@@ -17,5 +19,4 @@ class ConfigModel(BaseModel):
         extra="forbid",
         frozen=True,
         str_strip_whitespace=True,
-        use_attribute_docstrings=True,
     )

@@ -3,7 +3,11 @@
 Usage: .venv/bin/python -m scripts.config_reference [--check]
 """
 
+import ast
+import functools
+import inspect
 import sys
+import textwrap
 import types
 import typing
 from pathlib import Path
@@ -60,11 +64,51 @@ def _is_list(annotation: Any) -> bool:
     return origin in (tuple, list)
 
 
+@functools.cache
+def _attribute_docs(cls: type) -> dict[str, str]:
+    """The docstrings written under the fields of `cls` (its own, not inherited), by field name.
+
+    Read from the source here rather than by pydantic's `use_attribute_docstrings`, which would parse every
+    config model's source on each import of the program (a fifth of an offline synth's own time).
+    """
+    (node,) = ast.parse(textwrap.dedent(inspect.getsource(cls))).body
+    assert isinstance(node, ast.ClassDef)
+    docs = {}
+    for field, doc in zip(node.body, node.body[1:], strict=False):
+        if (
+            isinstance(field, ast.AnnAssign)
+            and isinstance(field.target, ast.Name)
+            and isinstance(doc, ast.Expr)
+            and isinstance(doc.value, ast.Constant)
+            and isinstance(doc.value.value, str)
+        ):
+            docs[field.target.id] = inspect.cleandoc(doc.value.value)
+    return docs
+
+
+def field_doc(model: type[BaseModel], name: str) -> str:
+    """A field's `description`, else the docstring under it (in the class that declares it)."""
+    field = model.model_fields[name]
+    if field.description:
+        return field.description
+    owner = next(c for c in model.__mro__ if name in getattr(c, "__annotations__", {}))
+    return _attribute_docs(owner).get(name, "")
+
+
+def models(root: type[BaseModel]) -> list[type[BaseModel]]:
+    """`root` and every model its fields use, recursively, each once."""
+    found = [root]
+    for model in found:  # grows while it is walked
+        for field in model.model_fields.values():
+            found += [m for m in _models_in(field.annotation) if m not in found]
+    return found
+
+
 def _rows(model: type[BaseModel], prefix: str) -> list[str]:
     rows = []
     for name, field in model.model_fields.items():
         key = f"{prefix}.{field.alias or name}" if prefix else field.alias or name
-        doc = " ".join((field.description or "").split()).replace("|", "\\|")
+        doc = " ".join(field_doc(model, name).split()).replace("|", "\\|")
         rows.append(f"| `{key}` | {_type_name(field.annotation)} | {_default(field)} | {doc} |")
         for sub in _models_in(field.annotation):
             item = "[]" if _is_list(field.annotation) else ""
@@ -78,7 +122,7 @@ def reference() -> str:
     for name, field in StackConfig.model_fields.items():
         alias = field.alias or name
         key = "aws:region" if alias == "region" else f"gpu-eks:{alias}"
-        doc = " ".join((field.description or "").split())
+        doc = " ".join(field_doc(StackConfig, name).split())
         parts.append(f"#### `{key}`\n\n{doc}\n")
         models = _models_in(field.annotation)
         if models:

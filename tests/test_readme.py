@@ -2,7 +2,8 @@
 
 from pathlib import Path
 
-from scripts.config_reference import README, render
+from config.stack import StackConfig
+from scripts.config_reference import README, field_doc, models, render
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -10,6 +11,16 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_config_reference_is_generated_from_the_models() -> None:
     current = README.read_text()
     assert current == render(current), "run: .venv/bin/python -m scripts.config_reference"
+
+
+def test_every_config_key_is_documented() -> None:
+    undocumented = [
+        f"{m.__name__}.{name}"
+        for m in models(StackConfig)
+        for name in m.model_fields
+        if not field_doc(m, name)
+    ]
+    assert not undocumented, "write a docstring under each of these fields"
 
 
 def test_readme_commands_are_the_ones_ci_runs() -> None:

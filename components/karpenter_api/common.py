@@ -60,14 +60,17 @@ __all__ = [
 
 
 class KarpenterModel(BaseModel):
-    """Base of every Karpenter API model: CRD aliases, strict types, unknown keys rejected, immutable."""
+    """Base of every Karpenter API model: CRD aliases, strict types, unknown keys rejected, immutable.
+
+    The docstrings under the fields document them in the source only: nothing reads descriptions off these
+    models, and pydantic's `use_attribute_docstrings` would parse their source on every run of the program.
+    """
 
     model_config = ConfigDict(
         populate_by_name=True,
         extra="forbid",
         strict=True,
         frozen=True,
-        use_attribute_docstrings=True,
     )
 
 
