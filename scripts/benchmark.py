@@ -1,63 +1,352 @@
-"""Benchmark the offline synth: wall time and peak memory per stack (target: well under 2 s per stack).
+"""Benchmark the offline synth: wall time, CPU time and memory, beside the SDK import floor and an anchor.
 
-Usage: .venv/bin/python -m scripts.benchmark [--repeat N]
+Usage: .venv/bin/python -m scripts.benchmark [--repeat N] [--anchor [--anchor-dir DIR]] [--imports]
+                                            [--instructions]
 
-`cold` is a fresh `python -m synth <stack> --out <tmp>` process (imports included), as CI and a developer
-run it; `warm` is the run + render alone inside an already-imported process (best of N), which is what
-grows with the size of the program.
+- `synth <stack>`: a fresh `python -m synth <stack> --out <tmp>` process (imports included), as a developer
+  runs it;
+- `floor <stack>`: a fresh process that only imports what that synth imports from outside this repository
+  (Python's standard library, pulumi, the provider SDKs, pydantic, PyYAML), with the synth's garbage-collector
+  setting: no synth of the stack can be faster without changing those packages;
+- `synth --check`: every stack checked in one process, as CI runs it;
+- `warm <stack>`: run + render alone in this already-imported process (best of N, peak traced memory), which
+  is what grows with the size of the program;
+- `--anchor`: `cdk synth` of a small cdk-eks-blueprints 1.19.0 app (VPC, EKS, Karpenter and GPU Operator
+  add-ons), built with npm in a temporary directory (or `--anchor-dir`, kept for the next run) and run
+  interleaved with ours; `/anchor` is each wall time over the anchor's;
+- `--imports`: what each SDK area the program uses costs to import in a fresh process that has `pulumi`;
+- `--instructions`: user-space instructions under valgrind, which a loaded machine does not change (slow).
+
+Every process runs once untimed (disk caches), then N rounds of all of them in turn; figures are medians
+(memory: the largest). The machine is shared: compare figures of one run, not across runs.
 """
 
 import argparse
+import gc
 import os
+import re
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import tracemalloc
+from dataclasses import dataclass
+from pathlib import Path
 
 from synth import snapshot
 from synth.runner import ROOT, run_stack, stacks
 
+PYTHON = sys.executable
+OWN_PACKAGES = frozenset(
+    {"__main__", "components", "config", "contract", "facts", "scripts", "synth", "tests"}
+)
 
-def cold(stack: str) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MiB) of one fresh synth process."""
-    with tempfile.TemporaryDirectory() as out:
+# The anchor: what this program declares, as a cdk-eks-blueprints user would write it. Generated into a
+# temporary directory; nothing of it is committed.
+ANCHOR_FILES = {
+    "package.json": """{
+  "name": "gpu-eks-anchor",
+  "private": true,
+  "dependencies": {
+    "@aws-quickstart/eks-blueprints": "1.19.0",
+    "aws-cdk": "2.1129.0",
+    "aws-cdk-lib": "2.261.0",
+    "constructs": "10.6.0"
+  }
+}
+""",
+    # The availability zones a committed context file would hold, so that synth makes no AWS call.
+    "cdk.json": """{
+  "app": "node app.js",
+  "context": {
+    "availability-zones:account=111122223333:region=us-west-2": ["us-west-2a", "us-west-2b", "us-west-2c"]
+  }
+}
+""",
+    "app.js": """const cdk = require("aws-cdk-lib");
+const eks = require("aws-cdk-lib/aws-eks");
+const blueprints = require("@aws-quickstart/eks-blueprints");
+
+const app = new cdk.App();
+blueprints.EksBlueprint.builder()
+  .account("111122223333")
+  .region("us-west-2")
+  .version(eks.KubernetesVersion.V1_33)
+  .addOns(
+    new blueprints.addons.KarpenterV1AddOn({
+      interruptionHandling: true,
+      nodePoolSpec: {
+        requirements: [
+          { key: "karpenter.k8s.aws/instance-family", operator: "In", values: ["g5", "g6"] },
+          { key: "karpenter.sh/capacity-type", operator: "In", values: ["spot", "on-demand"] },
+        ],
+        taints: [{ key: "nvidia.com/gpu", value: "true", effect: "NoSchedule" }],
+        disruption: { consolidationPolicy: "WhenEmptyOrUnderutilized", consolidateAfter: "5m" },
+        limits: { "nvidia.com/gpu": 16 },
+      },
+      ec2NodeClassSpec: {
+        amiSelectorTerms: [{ alias: "al2023@latest" }],
+        subnetSelectorTerms: [{ tags: { "karpenter.sh/discovery": "gpu-anchor" } }],
+        securityGroupSelectorTerms: [{ tags: { "karpenter.sh/discovery": "gpu-anchor" } }],
+      },
+    }),
+    new blueprints.addons.GpuOperatorAddon({
+      values: { driver: { enabled: false }, toolkit: { enabled: false } },
+    }),
+  )
+  .build(app, "gpu-anchor");
+""",
+}
+# No version check, telemetry or notices: those reach the network, and the synth being compared does not.
+ANCHOR_ENV = {"CDK_DISABLE_VERSION_CHECK": "1", "CDK_DISABLE_CLI_TELEMETRY": "true"}
+ANCHOR_SYNTH = ["node_modules/.bin/cdk", "synth", "--quiet", "--no-notices"]
+
+# Imports the named modules as the program does; an attribute access loads the SDKs' lazily loaded ones.
+_IMPORT_ONLY = """
+import gc, importlib, sys
+gc.disable()  # as `python -m synth` runs
+for name in sys.argv[1:]:
+    getattr(importlib.import_module(name), "__name__", None)
+    getattr(sys.modules[name], "_loaded_", None)
+"""
+# Prints the modules a synth of the stack imports from outside this repository, in import order.
+_MODULES_OF_SYNTH = """
+import contextlib, io, sys, tempfile
+from synth.__main__ import main
+with tempfile.TemporaryDirectory() as out, contextlib.redirect_stdout(io.StringIO()):
+    main([sys.argv[1], "--out", out])
+own = set(sys.argv[2:])
+for name, module in list(sys.modules.items()):
+    if type(module).__name__ == "module" and name.split(".")[0] not in own and name != "__mp_main__":
+        print(name)
+"""
+
+# What each SDK area the program uses costs on top of `pulumi`, in a fresh process.
+IMPORT_AREAS = {
+    "pulumi (from nothing)": "",
+    "pydantic": "import pydantic",
+    "PyYAML": "import yaml",
+    "pulumi_aws (top level)": "import pulumi_aws; pulumi_aws.get_partition",
+    "pulumi_aws.ec2": "import pulumi_aws; pulumi_aws.ec2.Vpc",
+    "pulumi_aws.cloudwatch": "import pulumi_aws; pulumi_aws.cloudwatch.EventRule",
+    "pulumi_aws.iam": "import pulumi_aws; pulumi_aws.iam.Role",
+    "pulumi_aws.eks": "import pulumi_aws; pulumi_aws.eks.Addon",
+    "pulumi_aws.sqs": "import pulumi_aws; pulumi_aws.sqs.Queue",
+    "pulumi_eks": "import pulumi_eks; pulumi_eks.Cluster",
+    "pulumi_kubernetes (provider)": "import pulumi_kubernetes; pulumi_kubernetes.Provider",
+    "pulumi_kubernetes.core.v1": "import pulumi_kubernetes; pulumi_kubernetes.core.v1.Namespace",
+    "pulumi_kubernetes.helm.v3": "import pulumi_kubernetes; pulumi_kubernetes.helm.v3.Release",
+    "pulumi_kubernetes.apps.v1": "import pulumi_kubernetes; pulumi_kubernetes.apps.v1.Deployment",
+    "pulumi_kubernetes.batch.v1": "import pulumi_kubernetes; pulumi_kubernetes.batch.v1.Job",
+    "pulumi_kubernetes.rbac.v1": "import pulumi_kubernetes; pulumi_kubernetes.rbac.v1.ClusterRole",
+    "pulumi_kubernetes.meta.v1": "import pulumi_kubernetes; pulumi_kubernetes.meta.v1.ObjectMetaArgs",
+    "pulumi_kubernetes.apiextensions": "import pulumi_kubernetes as k; k.apiextensions.CustomResource",
+}
+_TIME_AREA = """
+import gc, time
+gc.disable()
+start = time.process_time()
+import pulumi, pulumi.runtime.mocks
+if {area!r}:
+    start = time.process_time()
+    {area}
+print(time.process_time() - start)
+"""
+
+
+@dataclass
+class Sample:
+    wall: float
+    cpu: float
+    rss_mib: float
+
+
+@dataclass
+class Figures:
+    label: str
+    samples: list[Sample]
+
+    @property
+    def wall(self) -> float:
+        return statistics.median(s.wall for s in self.samples)
+
+    def row(self, anchor: "Figures | None") -> str:
+        walls = [s.wall for s in self.samples]
+        cpu = statistics.median(s.cpu for s in self.samples)
+        rss = max(s.rss_mib for s in self.samples)
+        ratio = f"{self.wall / anchor.wall:>8.2f}x" if anchor else ""
+        spread = f"{min(walls):.2f}-{max(walls):.2f}"
+        return f"{self.label:<26} {self.wall:>7.2f} {spread:>11} {cpu:>7.2f} {rss:>8.0f} {ratio}"
+
+
+HEADER = f"{'':<26} {'wall s':>7} {'range':>11} {'CPU s':>7} {'RSS MiB':>8} {'/anchor':>9}"
+
+
+@dataclass
+class Command:
+    argv: list[str]
+    cwd: Path = ROOT
+    env: dict[str, str] | None = None
+
+
+def measure(command: Command) -> Sample:
+    """Wall seconds, CPU seconds (user + system, of waited-for children too) and peak RSS of one process."""
+    with tempfile.TemporaryFile("w+") as errors:
         start = time.perf_counter()
         process = subprocess.Popen(
-            [sys.executable, "-m", "synth", stack, "--out", out], cwd=ROOT, stdout=subprocess.DEVNULL
+            command.argv, cwd=command.cwd, env=command.env, stdout=subprocess.DEVNULL, stderr=errors
         )
         _, status, usage = os.wait4(process.pid, 0)
-        elapsed = time.perf_counter() - start
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"synth {stack} failed")
-    return elapsed, usage.ru_maxrss / 1024
+        wall = time.perf_counter() - start
+        process.returncode = os.waitstatus_to_exitcode(status)
+        if process.returncode:
+            errors.seek(0)
+            raise SystemExit(f"{' '.join(command.argv[:4])} ... failed:\n{errors.read()}")
+    return Sample(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
+
+
+def interleaved(commands: dict[str, Command], repeat: int) -> list[Figures]:
+    """Each command once untimed, then `repeat` rounds of all of them in turn."""
+    for command in commands.values():
+        measure(command)
+    samples: dict[str, list[Sample]] = {label: [] for label in commands}
+    for _ in range(repeat):
+        for label, command in commands.items():
+            samples[label].append(measure(command))
+    return [Figures(label, found) for label, found in samples.items()]
+
+
+def modules_of_synth(stack: str) -> list[str]:
+    """The modules a synth of `stack` imports from outside this repository, in import order."""
+    result = subprocess.run(
+        [PYTHON, "-c", _MODULES_OF_SYNTH, stack, *OWN_PACKAGES],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return result.stdout.split()
+
+
+def build_anchor(directory: Path) -> None:
+    """Write the anchor app into `directory` and install it with npm (skipped when already installed)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, content in ANCHOR_FILES.items():
+        (directory / name).write_text(content)
+    if not (directory / ANCHOR_SYNTH[0]).exists():
+        print(f"building the anchor in {directory} (npm install, about 500 MiB)...", file=sys.stderr)
+        subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--silent"], cwd=directory, check=True)
 
 
 def warm(stack: str, repeat: int) -> tuple[float, float]:
-    """Best wall seconds and peak traced allocation (MiB) of run + render in this process."""
-    run_stack(stack)  # first run loads the provider modules the program touches
+    """Best wall seconds of run + render in this process, and the peak allocation (MiB) of one more."""
+    run_stack(stack)  # the first run loads the provider modules the program touches
     best = float("inf")
-    peak = 0.0
     for _ in range(repeat):
-        tracemalloc.start()
         start = time.perf_counter()
         snapshot.render(run_stack(stack))
         best = min(best, time.perf_counter() - start)
-        peak = max(peak, tracemalloc.get_traced_memory()[1] / 2**20)
-        tracemalloc.stop()
+    tracemalloc.start()  # timed apart: tracing slows every allocation down
+    snapshot.render(run_stack(stack))
+    peak = tracemalloc.get_traced_memory()[1] / 2**20
+    tracemalloc.stop()
     return best, peak
+
+
+def import_costs(repeat: int) -> list[tuple[str, float]]:
+    """Median CPU seconds of importing each SDK area in a fresh process (after pulumi)."""
+    costs = []
+    for label, area in IMPORT_AREAS.items():
+        runs = [
+            float(
+                subprocess.run(
+                    [PYTHON, "-c", _TIME_AREA.format(area=area)],
+                    cwd=ROOT,
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                ).stdout
+            )
+            for _ in range(repeat)
+        ]
+        costs.append((label, statistics.median(runs)))
+    return costs
+
+
+def instructions(command: Command) -> int:
+    """User-space instructions of one process, counted by valgrind (hash seed fixed: the same every run)."""
+    with tempfile.TemporaryDirectory() as scratch:
+        env = {**(command.env or os.environ), "PYTHONHASHSEED": "0"}
+        result = subprocess.run(
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={scratch}/out", *command.argv],
+            cwd=command.cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    match = re.search(r"Collected : (\d+)", result.stderr)
+    if match is None:
+        raise SystemExit(f"valgrind printed no instruction count:\n{result.stderr}")
+    return int(match[1])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5, help="timed runs of each process (default 5)")
+    parser.add_argument("--anchor", action="store_true", help="also time cdk synth of the blueprints app")
+    parser.add_argument(
+        "--anchor-dir", type=Path, help="build the anchor here and keep it (default: a temp dir)"
+    )
+    parser.add_argument("--imports", action="store_true", help="also time importing each SDK area")
+    parser.add_argument("--instructions", action="store_true", help="also count instructions (valgrind)")
     args = parser.parse_args()
-    print(f"{'stack':<8} {'cold s':>8} {'cold RSS MiB':>13} {'warm s':>8} {'warm peak MiB':>14} resources")
-    for stack in stacks():
-        cold_s, rss = cold(stack)
-        warm_s, peak = warm(stack, args.repeat)
-        count = len(run_stack(stack).resources)
-        print(f"{stack:<8} {cold_s:>8.2f} {rss:>13.0f} {warm_s:>8.2f} {peak:>14.1f} {count:>9}")
+    gc.disable()  # the warm runs below run as `python -m synth` does
+
+    with tempfile.TemporaryDirectory() as scratch:
+        out = Path(scratch) / "out"
+        commands = {
+            f"synth {stack}": Command([PYTHON, "-m", "synth", stack, "--out", str(out / stack)])
+            for stack in stacks()
+        }
+        commands |= {
+            f"floor {stack}": Command([PYTHON, "-c", _IMPORT_ONLY, *modules_of_synth(stack)])
+            for stack in stacks()
+        }
+        commands["synth --check"] = Command([PYTHON, "-m", "synth", "--check"])
+        if args.anchor:
+            anchor_dir = args.anchor_dir or Path(scratch) / "anchor"
+            build_anchor(anchor_dir)
+            commands["anchor: cdk synth"] = Command(ANCHOR_SYNTH, anchor_dir, {**os.environ, **ANCHOR_ENV})
+        figures = interleaved(commands, args.repeat)
+        anchor = figures[-1] if args.anchor else None
+        print(f"fresh processes, {args.repeat} interleaved runs each, medians")
+        print(HEADER)
+        for found in figures:
+            print(found.row(anchor))
+
+        print(
+            f"\n{'in-process (best of ' + str(args.repeat) + ')':<26} {'wall s':>7} {'peak MiB':>9} resources"
+        )
+        for stack in stacks():
+            seconds, peak = warm(stack, args.repeat)
+            print(f"{'warm ' + stack:<26} {seconds:>7.2f} {peak:>9.1f} {len(run_stack(stack).resources):>9}")
+
+        if args.imports:
+            print(f"\n{'import, fresh process':<34} {'CPU s':>7}")
+            for label, seconds in import_costs(args.repeat):
+                print(f"{label:<34} {seconds:>7.3f}")
+
+        if args.instructions:
+            if shutil.which("valgrind") is None:
+                raise SystemExit("--instructions needs valgrind (apt-get install valgrind)")
+            print(f"\n{'instructions (valgrind)':<26} {'G':>7}")
+            for label in ("synth", "floor"):
+                for stack in stacks():
+                    count = instructions(commands[f"{label} {stack}"])
+                    print(f"{label + ' ' + stack:<26} {count / 1e9:>7.2f}")
 
 
 if __name__ == "__main__":
