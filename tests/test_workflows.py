@@ -162,6 +162,15 @@ def test_checks_job_needs_no_secrets_so_forks_can_run_it() -> None:
     assert ".venv/bin/python -m pytest" in run_lines(checks)
 
 
+def test_checks_job_runs_what_ci_runs() -> None:
+    """pr.yml's checks are .ci/run's, one step each (the snapshot check split per stack, as steps)."""
+    ci = (ROOT / ".ci" / "run").read_text()
+    ci_commands = {"bash scripts/setup.sh", *re.findall(r'"(\.venv/bin/[^"]+)"', ci)}
+    pr_commands = {line for line in run_lines(PR["jobs"]["checks"]) if not SYNTH_STEP.match(line)}
+    assert pr_commands == ci_commands - {".venv/bin/python -m synth --check"}
+    assert ".venv/bin/python -m synth --check" in ci_commands
+
+
 def test_preview_job() -> None:
     preview = PR["jobs"]["preview"]
     assert preview["needs"] == "checks"
