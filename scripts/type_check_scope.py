@@ -20,6 +20,8 @@ import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from scripts.generated import replace_between, update
+
 ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = ROOT / "pyproject.toml"
 SDK = "pulumi_aws"
@@ -82,7 +84,8 @@ def skipped() -> list[str]:
     return sorted(services() - used())
 
 
-def block() -> str:
+def render(pyproject: str) -> str:
+    """pyproject.toml with its generated mypy override replaced (appended when it has none)."""
     modules = textwrap.fill(
         ", ".join(f'"{SDK}.{name}.*"' for name in skipped()),
         width=108,
@@ -90,20 +93,11 @@ def block() -> str:
         subsequent_indent="    ",
         break_on_hyphens=False,
     )
-    return (
-        f"{BEGIN}\n[[tool.mypy.overrides]]\n"
-        f"# {SDK} services nothing here uses: mypy does not analyse them.\n"
-        f'module = [\n{modules},\n]\nfollow_imports = "skip"\n{END}'
+    override = (
+        f"\n[[tool.mypy.overrides]]\n# {SDK} services nothing here uses: mypy does not analyse them.\n"
+        f'module = [\n{modules},\n]\nfollow_imports = "skip"\n'
     )
-
-
-def render(pyproject: str) -> str:
-    """pyproject.toml with its generated block replaced (appended when it has none)."""
-    if BEGIN not in pyproject:
-        return f"{pyproject.rstrip()}\n\n{block()}\n"
-    head, _, rest = pyproject.partition(BEGIN)
-    _, _, tail = rest.partition(END)
-    return f"{head}{block()}{tail}"
+    return replace_between(pyproject, BEGIN, END, override)
 
 
 def unused_pattern() -> str:
@@ -115,15 +109,7 @@ def main() -> int:
     if "--unused-pattern" in sys.argv:
         print(unused_pattern())
         return 0
-    current = PYPROJECT.read_text()
-    wanted = render(current)
-    if "--check" in sys.argv:
-        if current != wanted:
-            print("stale mypy skip list in pyproject.toml: run .venv/bin/python -m scripts.type_check_scope")
-            return 1
-        return 0
-    PYPROJECT.write_text(wanted)
-    return 0
+    return update(PYPROJECT, render, ".venv/bin/python -m scripts.type_check_scope")
 
 
 if TYPE_CHECKING:
