@@ -8,7 +8,7 @@ import pulumi.runtime.config as runtime_config
 from pydantic import ValidationError
 
 from components.gpu_operator_values import SUPPORTED_CHART_SERIES, gpu_resource, validate_gpu_pools
-from components.node_pools import plan
+from components.node_pools import pool_objects
 from config.base import ConfigModel
 from config.cluster import ClusterConfig
 from config.efa_device_plugin import EfaDevicePluginConfig
@@ -101,7 +101,7 @@ def _node_pool_problems(config: StackConfig) -> list[ConfigProblem]:
         # Build the Karpenter objects now: what the API server would refuse is refused before any resource.
         for index, pool in enumerate(config.node_pools):
             try:
-                plan([pool], cluster_name=config.cluster.name, tags={})
+                pool_objects([pool], cluster_name=config.cluster.name, tags={})
             except ValidationError as exc:
                 messages = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
                 problems.append(ConfigProblem(f"{PROJECT}:nodePools[{index}]", messages))
