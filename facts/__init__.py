@@ -3,6 +3,7 @@
 - `facts.instance_types`: NVIDIA GPU instance types (the Karpenter 1.14.1 instance-type table).
 - `facts.mig`: MIG partition profiles per GPU model (NVIDIA mig-parted).
 - `facts.partitions`: AWS partitions, their DNS suffixes, and ARN/region checks.
+- `facts.replacement`: per resource type, which changes make its provider replace it (read by `synth.plan`).
 
 Nothing here imports from `config/` or `components/`.
 """

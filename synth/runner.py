@@ -187,7 +187,12 @@ def stacks(root: Path = ROOT) -> list[str]:
 
 def stack_config(stack: str, root: Path = ROOT) -> dict[str, str]:
     """The config map Pulumi would hand the program for `Pulumi.<stack>.yaml` (objects as JSON text)."""
-    document = yaml.safe_load((root / f"Pulumi.{stack}.yaml").read_text()) or {}
+    return stack_file_config(root / f"Pulumi.{stack}.yaml")
+
+
+def stack_file_config(path: Path) -> dict[str, str]:
+    """The config map of a stack file, wherever it is."""
+    document = yaml.safe_load(path.read_text()) or {}
     return config_map(document.get("config") or {})
 
 
