@@ -29,6 +29,12 @@ ADDONS_AFTER_NODES = ("coredns",)
 """Deployment add-ons that only become ACTIVE once nodes can run them."""
 
 
+def principal_label(arn: str) -> str:
+    """`<account>-<name>` of an IAM principal ARN: a name for its access entry that stays the same when
+    principals are added to or removed from the list around it (role names are unique per account)."""
+    return f"{arn.split(':')[4]}-{arn.rsplit('/', 1)[-1]}"
+
+
 def kubeconfig_endpoint(kubeconfig: dict[str, Any]) -> str:
     """The API server URL of the (single) cluster in a kubeconfig."""
     return str(kubeconfig["clusters"][0]["cluster"]["server"])
@@ -160,21 +166,26 @@ class Cluster(pulumi.ComponentResource):
             self._addon(name, addon, after_nodes, tags)
 
         for index, role_arn in enumerate(config.admin_role_arns):
+            # Named after the principal, not its position: adding or removing an admin elsewhere in the
+            # list never replaces this entry (a create-first replacement would collide with the old entry
+            # of the same principal). The alias moves the state of the position-named entries earlier
+            # versions created.
+            admin = pulumi.ResourceOptions(parent=self, aliases=[pulumi.Alias(name=f"{name}-admin-{index}")])
             entry = aws.eks.AccessEntry(
-                f"{name}-admin-{index}",
+                f"{name}-admin-{principal_label(role_arn)}",
                 cluster_name=self.name,
                 principal_arn=role_arn,
                 type="STANDARD",
                 tags=tags,
-                opts=child,
+                opts=admin,
             )
             aws.eks.AccessPolicyAssociation(
-                f"{name}-admin-{index}",
+                f"{name}-admin-{principal_label(role_arn)}",
                 cluster_name=self.name,
                 principal_arn=entry.principal_arn,
                 policy_arn=f"arn:{partition}:eks::aws:cluster-access-policy/{ADMIN_ACCESS_POLICY}",
                 access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
-                opts=child,
+                opts=admin,
             )
 
         self.provider = k8s.Provider(

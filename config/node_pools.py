@@ -1,7 +1,7 @@
 """The `gpu-eks:nodePools` section: the Karpenter pools GPU (and optional CPU burst) nodes come from.
 
-Each pool becomes one Karpenter v1 `NodePool` and uses an `EC2NodeClass` (shared between pools whose node
-settings are equal). The checks here refuse what would cost money or never work, before anything exists.
+Each pool becomes one Karpenter v1 `NodePool` and one `EC2NodeClass`, both named after the pool. The checks
+here refuse what would cost money or never work, before anything exists.
 """
 
 import re
@@ -206,7 +206,7 @@ class NodePoolConfig(ConfigModel):
     }
 
     name: KubernetesName
-    """The NodePool's name (unique in the stack)."""
+    """The pool's name (unique in the stack); its NodePool and its EC2NodeClass are both named after it."""
     kind: Literal["gpu", "cpu"] = "gpu"
     """`gpu`: NVIDIA GPU instances only; `cpu`: a pool for non-GPU burst work."""
     instance_families: tuple[str, ...] = ()

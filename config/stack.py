@@ -16,7 +16,7 @@ from components.gpu_operator_values import (
 from components.gpu_sharing import gpu_limits, pool_gpu_resource, sharing_capacity
 from components.karpenter_api import NodeOverlay
 from components.node_overlays import pool_overlays, stack_overlays
-from components.node_pools import plan
+from components.node_pools import pool_objects
 from config.base import ConfigModel
 from config.cluster import ClusterConfig
 from config.efa_device_plugin import EfaDevicePluginConfig
@@ -125,7 +125,9 @@ def _node_pool_problems(config: StackConfig) -> list[ConfigProblem]:
         # Build the Karpenter objects now: what the API server would refuse is refused before any resource.
         for index, pool in enumerate(config.node_pools):
             try:
-                plan([pool], cluster_name=config.cluster.name, tags={}, gpu_operator=config.gpu_operator)
+                pool_objects(
+                    [pool], cluster_name=config.cluster.name, tags={}, gpu_operator=config.gpu_operator
+                )
                 pool_overlays(pool, config.gpu_operator)
             except ValidationError as exc:
                 messages = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())

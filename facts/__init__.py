@@ -7,6 +7,7 @@
 - `facts.karpenter_lifecycle`: when Karpenter 1.14.1 initializes, times out and repairs nodes.
 - `facts.al2023_nvidia`: the EKS AL2023 NVIDIA AMI's container runtime and user-data ordering.
 - `facts.bottlerocket`: where the Bottlerocket NVIDIA variants keep nvidia-smi; their runtime default.
+- `facts.replacement`: per resource type, which changes make its provider replace it (read by `synth.plan`).
 
 Nothing here imports from `config/` or `components/`.
 """

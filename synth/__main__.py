@@ -3,8 +3,10 @@
     .venv/bin/python -m synth dev            # write snapshots/dev/
     .venv/bin/python -m synth --check        # compare every stack with its committed snapshot
     .venv/bin/python -m synth prod --out /tmp/prod
+    .venv/bin/python -m synth plan prod --from origin/main   # what `pulumi up` would change
 
-No AWS account or Pulumi CLI is needed; see README "Seeing what a stack would create".
+No AWS account or Pulumi CLI is needed; see README "Seeing what a stack would create" and "Planning a
+change offline".
 """
 
 import argparse
@@ -12,8 +14,9 @@ import difflib
 import sys
 from pathlib import Path
 
+from synth import plan as planning
 from synth import snapshot
-from synth.runner import ROOT, run_stack, stacks
+from synth.runner import ROOT, run_program, run_stack, stack_file_config, stacks
 
 
 def diff(expected: dict[str, str], actual: dict[str, str], label: str) -> str:
@@ -31,7 +34,55 @@ def diff(expected: dict[str, str], actual: dict[str, str], label: str) -> str:
     return "".join(chunks)
 
 
+def plan_main(argv: list[str]) -> int:
+    """`python -m synth plan`: exit 0 with a plan, 1 when the plan cannot be carried out as planned (a
+    protected resource deleted or replaced, a create-first replacement that collides with the old resource,
+    an update the API refuses), 2 on bad arguments or an unreadable previous state."""
+    parser = argparse.ArgumentParser(
+        prog="python -m synth plan",
+        description="What `pulumi up` would create, update, replace or delete: the stack as the working tree "
+        "declares it, compared with a previous state (default: its committed snapshot).",
+    )
+    parser.add_argument("stack", help="stack name (a Pulumi.<stack>.yaml)")
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument(
+        "--from", dest="ref", metavar="REF", help="compare with the snapshot committed at REF"
+    )
+    source.add_argument(
+        "--from-config", type=Path, metavar="FILE", help="compare with the program run with FILE's config"
+    )
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help='print [{"op", "type", "name"}, ...]')
+    output.add_argument("--markdown", action="store_true", help="print a pull-request comment section")
+    args = parser.parse_args(argv)
+    if args.stack not in stacks():
+        parser.error(f"no Pulumi.{args.stack}.yaml; stacks: {', '.join(stacks())}")
+    try:
+        if args.from_config:
+            before = planning.state_of_run(
+                run_program(stack_file_config(args.from_config), stack=args.stack),
+                f"the program with {args.from_config}",
+            )
+        else:
+            before = planning.committed_state(args.stack, args.ref)
+        after = planning.state_of_run(run_stack(args.stack), f"the working tree's Pulumi.{args.stack}.yaml")
+        result = planning.plan(before, after)
+    except (planning.PlanError, OSError) as exc:
+        print(f"python -m synth plan: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        sys.stdout.write(planning.render_json(result))
+    elif args.markdown:
+        sys.stdout.write(planning.render_markdown(args.stack, result))
+    else:
+        sys.stdout.write(planning.render_text(args.stack, result))
+    return 1 if result.blocking else 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["plan"]:
+        return plan_main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m synth", description=__doc__.splitlines()[0])
     parser.add_argument("stacks", nargs="*", help="stack names (default: every Pulumi.<stack>.yaml)")
     parser.add_argument("--check", action="store_true", help="fail with a diff if a snapshot is stale")

@@ -45,6 +45,8 @@ class Registration:
     ignore_changes: list[str]
     delete_before_replace: bool
     outputs: dict[str, Any] = field(default_factory=dict)
+    aliases: list[str] = field(default_factory=list)
+    """URNs this resource had before (its `aliases` option): the engine moves their state to it."""
 
 
 class RecordingMonitor(MockMonitor):
@@ -111,9 +113,33 @@ class RecordingMonitor(MockMonitor):
                 ignore_changes=list(request.ignoreChanges),
                 delete_before_replace=bool(request.deleteBeforeReplace),
                 outputs=_unwrap(rpc.deserialize_properties(response.object), mask=False),
+                aliases=_alias_urns(request, response.urn),
             )
         )
         return response
+
+
+def _alias_urns(request: Any, urn: str) -> list[str]:
+    """The URNs of a resource's `aliases` option. The SDK sends alias specs; each is completed from the
+    resource itself, as the engine does (a missing name, type, stack, project or parent means its own)."""
+    stack, project = urn.removeprefix("urn:pulumi:").split("::")[:2]
+    result = []
+    for alias in request.aliases:
+        if alias.urn:
+            result.append(alias.urn)
+            continue
+        spec = alias.spec
+        parent = "" if spec.noParent else (spec.parentUrn or request.parent)
+        # Under the mock monitor the parent URN of a spec keeps the root Stack's type in its type chain;
+        # the engine's URNs never have it.
+        parent_type = parent.split("::")[2].removeprefix("pulumi:pulumi:Stack$") if parent else ""
+        type_token = spec.type or request.type
+        qualified = (
+            type_token if parent_type in ("", "pulumi:pulumi:Stack") else f"{parent_type}${type_token}"
+        )
+        where = f"{spec.stack or stack}::{spec.project or project}"
+        result.append(f"urn:pulumi:{where}::{qualified}::{spec.name or request.name}")
+    return result
 
 
 def _unwrap(value: Any, *, mask: bool) -> Any:
@@ -161,7 +187,12 @@ def stacks(root: Path = ROOT) -> list[str]:
 
 def stack_config(stack: str, root: Path = ROOT) -> dict[str, str]:
     """The config map Pulumi would hand the program for `Pulumi.<stack>.yaml` (objects as JSON text)."""
-    document = yaml.safe_load((root / f"Pulumi.{stack}.yaml").read_text()) or {}
+    return stack_file_config(root / f"Pulumi.{stack}.yaml")
+
+
+def stack_file_config(path: Path) -> dict[str, str]:
+    """The config map of a stack file, wherever it is."""
+    document = yaml.safe_load(path.read_text()) or {}
     return config_map(document.get("config") or {})
 
 

@@ -5,6 +5,7 @@ import json
 from components.cluster import SYSTEM_NODE_SELECTOR
 from components.network import DISCOVERY_TAG
 from synth.runner import ProgramRun
+from synth.snapshot import short
 from tests.helpers import run
 
 
@@ -114,9 +115,16 @@ def test_admin_access_entries(prod: ProgramRun) -> None:
         e for e in prod.of_type("aws:eks/accessEntry:AccessEntry") if e.name.startswith("cluster-admin-")
     ]
     # By name, not registration order: entries register once the cluster name resolves, in no set order.
-    assert {e.name: e.inputs["principalArn"] for e in entries} == {
-        "cluster-admin-0": "arn:aws:iam::111122223333:role/platform-admin",
-        "cluster-admin-1": "arn:aws:iam::111122223333:role/platform-break-glass",
+    # Named after the principal (not its position in the list), with the position-named alias of old.
+    assert {e.name: (e.inputs["principalArn"], [short(a) for a in e.aliases]) for e in entries} == {
+        "cluster-admin-111122223333-platform-admin": (
+            "arn:aws:iam::111122223333:role/platform-admin",
+            ["aws:eks/accessEntry:AccessEntry::cluster-admin-0"],
+        ),
+        "cluster-admin-111122223333-platform-break-glass": (
+            "arn:aws:iam::111122223333:role/platform-break-glass",
+            ["aws:eks/accessEntry:AccessEntry::cluster-admin-1"],
+        ),
     }
     assert {e.inputs["type"] for e in entries} == {"STANDARD"}
     associations = prod.of_type("aws:eks/accessPolicyAssociation:AccessPolicyAssociation")

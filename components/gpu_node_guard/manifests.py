@@ -44,6 +44,10 @@ EVENT_RULES: tuple[Mapping[str, Any], ...] = (
 """What the guard may do in `EVENT_NAMESPACE`: record Events."""
 
 
+SETTINGS_ENV = "GPU_NODE_GUARD_SETTINGS"
+"""Environment variable of the guard's container holding its settings as JSON (`guard_settings`)."""
+
+
 def pool_policies(pools: Sequence[NodePoolConfig], config: GpuNodeGuardConfig) -> dict[str, dict[str, Any]]:
     """Per GPU pool: the initialization timeout in seconds (None for `Never`) and whether it is MIG-gated."""
     policies: dict[str, dict[str, Any]] = {}
@@ -59,7 +63,7 @@ def pool_policies(pools: Sequence[NodePoolConfig], config: GpuNodeGuardConfig) -
 
 
 def guard_settings(pools: Sequence[NodePoolConfig], config: GpuNodeGuardConfig) -> dict[str, Any]:
-    """The `config.json` the program reads (`GuardConfig.from_json`)."""
+    """The settings the program reads from `SETTINGS_ENV` (`GuardConfig.from_json`)."""
     return {
         "pools": pool_policies(pools, config),
         "migTaint": MIG_PENDING_TAINT.model_dump(),
@@ -81,12 +85,10 @@ def manifests(
 ) -> list[dict[str, Any]]:
     """Every object of the guard, in creation order."""
     namespace = config.namespace
-    data = {
-        "guard.py": SCRIPT.read_text(),
-        "config.json": json.dumps(guard_settings(pools, config), indent=2, sort_keys=True) + "\n",
-    }
-    # The ConfigMap is immutable and named after its content: a change of program or settings creates a new
-    # one (Pulumi replaces a changed ConfigMap anyway) and rolls the pod onto it; the old one goes after.
+    data = {"guard.py": SCRIPT.read_text()}
+    # The ConfigMap holds only the program, is immutable and named after its content: a new program creates a
+    # new one (Pulumi replaces a changed ConfigMap anyway) and rolls the pod onto it; the old one goes after.
+    # The settings (which change with the pools) travel in the Deployment, so adding a pool is an update.
     config_map = f"{NAME}-{hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:10]}"
     subject = [{"kind": "ServiceAccount", "name": NAME, "namespace": namespace}]
     probe = {
@@ -98,8 +100,9 @@ def manifests(
         "name": "guard",
         "image": config.image,
         "imagePullPolicy": "IfNotPresent",
-        "command": ["python3", f"{MOUNT_PATH}/guard.py", f"{MOUNT_PATH}/config.json"],
+        "command": ["python3", f"{MOUNT_PATH}/guard.py"],
         "env": [
+            {"name": SETTINGS_ENV, "value": json.dumps(guard_settings(pools, config), sort_keys=True)},
             {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
             {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
             {"name": "PYTHONUNBUFFERED", "value": "1"},
