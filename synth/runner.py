@@ -41,10 +41,15 @@ class Registration:
     """URNs this resource depends on: explicit `depends_on` and those carried by input Outputs."""
     property_dependencies: dict[str, list[str]]
     provider: str | None
+    provider_urn: str | None
+    """The explicit provider's URN: the engine orders a resource after its provider on create, and deletes
+    it before its provider on destroy, like a dependency."""
     protect: bool
     ignore_changes: list[str]
     delete_before_replace: bool
     outputs: dict[str, Any] = field(default_factory=dict)
+    aliases: list[str] = field(default_factory=list)
+    """Earlier URNs of this resource (`aliases`): an engine finding one in its state updates it in place."""
 
 
 class RecordingMonitor(MockMonitor):
@@ -107,13 +112,36 @@ class RecordingMonitor(MockMonitor):
                     key: sorted(deps.urns) for key, deps in sorted(request.propertyDependencies.items())
                 },
                 provider=request.provider.split("::")[-2] if request.provider else None,
+                provider_urn=request.provider.rpartition("::")[0] if request.provider else None,
                 protect=bool(request.protect),
                 ignore_changes=list(request.ignoreChanges),
                 delete_before_replace=bool(request.deleteBeforeReplace),
                 outputs=_unwrap(rpc.deserialize_properties(response.object), mask=False),
+                # Aliases that only name an older API version of the same type (the SDKs add those to every
+                # Kubernetes kind with one) say nothing about this program; keep the ones that move a
+                # resource (another name or parent).
+                aliases=[
+                    _alias_urn(alias, request)
+                    for alias in request.aliases
+                    if alias.urn or alias.spec.name or alias.spec.parentUrn or alias.spec.noParent
+                ],
             )
         )
         return response
+
+
+def _alias_urn(alias: Any, request: Any) -> str:
+    """The URN an alias names: given outright, or built from its spec and the resource's own name, type
+    and parent, as the engine does (`urn:pulumi:<stack>::<project>::<parent types>$<type>::<name>`)."""
+    if alias.urn:
+        return str(alias.urn)
+    spec = alias.spec
+    name, typ = spec.name or request.name, spec.type or request.type
+    parent = "" if spec.noParent else spec.parentUrn or request.parent
+    stack = spec.stack or pulumi.get_stack()
+    project = spec.project or pulumi.get_project()
+    qualified = f"{parent.split('::')[2]}${typ}" if parent else typ
+    return f"urn:pulumi:{stack}::{project}::{qualified}::{name}"
 
 
 def _unwrap(value: Any, *, mask: bool) -> Any:
