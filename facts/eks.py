@@ -19,8 +19,9 @@ ADDON_VERSION = re.compile(r"v\d+\.\d+\.\d+-eksbuild\.\d+")
 
 
 def kube_proxy_minor(addon_version: str) -> str:
-    """`v1.35.0-eksbuild.2` -> `1.35`. kube-proxy builds follow Kubernetes: EKS lists a kube-proxy build as
-    compatible only with the cluster version of the same minor (EKS user guide, "Manage kube-proxy":
+    """`v1.35.0-eksbuild.2` -> `1.35`. kube-proxy builds follow Kubernetes: describe-addon-versions offers a
+    cluster version only kube-proxy builds of its own minor (the EKS user guide's table, "Manage
+    kube-proxy": 1.35 -> v1.35.3-eksbuild.13, 1.36 -> v1.36.0-eksbuild.14;
     https://docs.aws.amazon.com/eks/latest/userguide/managing-kube-proxy.html)."""
     major, minor = addon_version.removeprefix("v").split(".")[:2]
     return f"{major}.{minor}"
