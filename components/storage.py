@@ -1,5 +1,10 @@
 """BlockStorage: the EBS CSI driver add-on with its Pod Identity role, and the cluster's default
-StorageClass (`gp3-encrypted`), so training pods get volumes for checkpoints and datasets."""
+StorageClass (`gp3-encrypted`), so training pods get volumes for checkpoints and datasets.
+
+The driver's node DaemonSet tolerates every taint by default (`node.tolerateAllTaints: true` in
+kubernetes-sigs/aws-ebs-csi-driver charts/aws-ebs-csi-driver/values.yaml @da0df42a, the chart the add-on
+is built from), so volumes attach on the tainted GPU nodes too; its controller runs on the system nodes.
+"""
 
 import json
 from typing import Any
