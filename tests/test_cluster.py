@@ -196,8 +196,9 @@ def test_a_kubernetes_bump_moves_the_control_plane_node_group_and_every_add_on_t
     old, new = addons(before), addons(after)
     assert set(old) == set(new)
     for name in new:
+        # The default build for the new version (AWS may keep the same build across minors for some).
         assert new[name]["addonVersion"] == default_addon_version(name, "1.36"), name
-        assert new[name]["addonVersion"] != old[name]["addonVersion"], name
+    assert str(old["kube-proxy"]["addonVersion"]).startswith("v1.35.")
     assert str(new["kube-proxy"]["addonVersion"]).startswith("v1.36.")
 
 

@@ -314,14 +314,15 @@ def test_addon_version_is_an_eks_build_for_the_kubernetes_version(addon: str) ->
     assert ADDON_VERSION.fullmatch(default["version"])
     if addon == KUBE_PROXY:
         assert kube_proxy_minor(default["version"]) == "1.35"
-    newer = call(
+    latest = call(
         US,
         "aws:eks/getAddonVersion:getAddonVersion",
         addonName=addon,
-        kubernetesVersion="1.36",
-        mostRecent=False,
+        kubernetesVersion="1.35",
+        mostRecent=True,
     )
-    assert newer["version"] != default["version"]
+    assert ADDON_VERSION.fullmatch(latest["version"])
+    assert latest["mostRecent"] is True
 
 
 def test_an_unknown_invoke_is_refused_rather_than_answered() -> None:
