@@ -6,9 +6,11 @@ import pulumi_aws as aws
 import contract
 from components.cluster import Cluster
 from components.efa_device_plugin import EfaDevicePlugin
+from components.gpu_node_guard import GpuNodeGuard
 from components.gpu_operator import GpuOperator
 from components.karpenter.component import Karpenter
 from components.network import Network
+from components.node_overlays import NodeOverlays
 from components.node_pools import NodePools, pool_contract
 from components.smoke_test import SmokeTest
 from components.storage import BlockStorage
@@ -73,6 +75,16 @@ if config.efa_pools:
     EfaDevicePlugin(
         "efa-device-plugin", config=config.efa_device_plugin, pools=config.efa_pools, cluster=cluster
     )
+if config.gpu_pools:
+    # Lifts the MIG pools' startup taint once the GPUs are partitioned; deletes GPU nodes that never
+    # initialize.
+    GpuNodeGuard(
+        "gpu-node-guard",
+        config=config.gpu_node_guard,
+        pools=config.gpu_pools,
+        provider=cluster.provider,
+        depends_on=[karpenter.crd_release],
+    )
 # After the CRDs and the controller (which waits for the node role's access entry): created last, and on
 # `pulumi destroy` deleted first, while Karpenter can still terminate the instances it launched.
 node_pools = NodePools(
@@ -80,15 +92,25 @@ node_pools = NodePools(
     pools=config.node_pools,
     cluster_name=config.cluster.name,
     tags=tags,
+    gpu_operator=config.gpu_operator,
     provider=cluster.provider,
     karpenter=[karpenter.crd_release, karpenter.controller_release],
 )
+if config.node_overlays:
+    # How many GPU slices the sharing pools' nodes offer, for Karpenter's simulation; like the pools, deleted
+    # on `pulumi destroy` while the controller still runs.
+    NodeOverlays(
+        "node-overlays",
+        overlays=config.node_overlays,
+        provider=cluster.provider,
+        karpenter=[karpenter.crd_release, karpenter.controller_release],
+    )
 if config.smoke_test.enabled and config.smoke_test.node_pool:
     SmokeTest(
         "smoke-test",
         config=config.smoke_test,
         pool=next(p for p in config.node_pools if p.name == config.smoke_test.node_pool),
-        mig_strategy=config.gpu_operator.mig.strategy,
+        gpu_operator=config.gpu_operator,
         provider=cluster.provider,
         depends_on=[node_pools.node_pools[config.smoke_test.node_pool], gpu_operator.release],
     )
@@ -110,9 +132,7 @@ contract.export(
         "karpenterInterruptionQueueName": karpenter.interruption_queue_name,
         "karpenterNamespace": karpenter.namespace,
         "gpuPools": [
-            pool_contract(p, mig_strategy=config.gpu_operator.mig.strategy).model_dump(
-                mode="json", by_alias=True
-            )
+            pool_contract(p, gpu_operator=config.gpu_operator).model_dump(mode="json", by_alias=True)
             for p in config.node_pools
         ],
         "gpuToleration": contract.GPU_TOLERATION.model_dump(mode="json", by_alias=True, exclude_none=True),

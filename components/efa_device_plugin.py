@@ -50,7 +50,11 @@ class NoEfaPoolError(ValueError):
 
 
 def _all_taints(pools: Iterable[NodePoolConfig]) -> list[Taint]:
-    unique = {(t.key, t.value, t.effect): t for p in pools for t in (*p.effective_taints, *p.startup_taints)}
+    unique = {
+        (t.key, t.value, t.effect): t
+        for p in pools
+        for t in (*p.effective_taints, *p.effective_startup_taints)
+    }
     # Taints without value (tolerated with Exists) first, so an Exists toleration covers the valued ones.
     return sorted(unique.values(), key=lambda t: (t.key, t.effect, t.value is not None, t.value or ""))
 

@@ -4,23 +4,26 @@ Two entry points for the rest of the program:
 
 * `gpu_operator_values(pools, ...)`: the values of the `gpu-operator` release.
 * `pool_node_labels(pool)`: labels the pool's NodePool must put on its nodes (`spec.template.metadata.labels`)
-  so that the operator treats them as these values assume: per-node operand switches for Bottlerocket,
-  the time-slicing entry of the device plugin, the MIG partitioning.
+  so that the operator treats them as these values assume: operands off on Bottlerocket, the time-slicing
+  entry of the device plugin, the MIG partitioning.
 
 `validate_gpu_pools(pools, config)` runs every check of `gpu_operator_values` without building values, for
-config validation. Errors are `GpuOperatorValuesError` (a `ValueError`) subclasses naming the pools.
+config validation. `advertised_gpu_resources(pool, config, instance_type)` says what the device plugin will
+advertise on a node of the pool (whole GPUs, time-slices, MIG devices), for Karpenter's NodeOverlays.
+Errors are `GpuOperatorValuesError` (a `ValueError`) subclasses naming the pools.
 
-How the operator is made to serve mixed pools: global switches (`driver.enabled`, ...) cover what every
-pool needs; where a pool differs, the NodePool labels the node with `nvidia.com/gpu.deploy.<operand>=false`.
-The operator only adds those `gpu.deploy.*` labels when a node lacks them and honours an existing value
-(`addGPUStateLabels` in controllers/state_manager.go), and each operand DaemonSet selects
-`nvidia.com/gpu.deploy.<operand>=true`, so a pre-set `false` keeps that operand off the node.
-"""
+How the operator is made to serve mixed pools: global switches (`driver.enabled`, ...) cover what the AL2023
+pools need, and Bottlerocket nodes are labelled `nvidia.com/gpu.deploy.operands=false`, which keeps every
+operand off them. The per-operand labels (`nvidia.com/gpu.deploy.device-plugin=false`, ...) cannot do that:
+the operator deletes them from every node NFD has not yet labelled as a GPU node, that is from every new node,
+and then sets them to `true` (see `facts.gpu_operator.DEPLOY_OPERANDS_LABEL`). Bottlerocket nodes therefore
+run Bottlerocket's own device plugin and no operator operand at all: no validator (it cannot find
+Bottlerocket's nvidia-smi), no GPU Feature Discovery labels, no DCGM exporter metrics."""
 
 import copy
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
@@ -28,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from config.gpu_operator import MIG_ALL_DISABLED, GpuOperatorConfig, MigDeviceGroup
 from config.kubernetes import Taint
 from config.types import KubernetesName
+from facts.gpu_operator import DEPLOY_OPERANDS_LABEL
 from facts.instance_types import (
     MIG_CAPABLE_GPUS,
     GpuInstanceType,
@@ -37,7 +41,7 @@ from facts.instance_types import (
     check_mig_capable,
     mig_capable_instance_types,
 )
-from facts.mig import MIG_BASE_PROFILES
+from facts.mig import MIG_BASE_PROFILES, MIG_PROFILE_INSTANCES, balanced_mig_devices
 
 __all__ = [
     "CDI_MIN_KUBERNETES_VERSION",
@@ -46,15 +50,16 @@ __all__ = [
     "CHART_NFD_MASTER_TOLERATIONS",
     "CHART_NFD_WORKER_TOLERATIONS",
     "CHART_OPERATOR_TOLERATIONS",
-    "DEPLOY_DEVICE_PLUGIN_LABEL",
-    "DEPLOY_MIG_MANAGER_LABEL",
+    "DEPLOY_OPERANDS_LABEL",
     "DEVICE_PLUGIN_CONFIGMAP",
     "DEVICE_PLUGIN_CONFIG_LABEL",
     "DEVICE_PLUGIN_DEFAULT_CONFIG",
     "MIG_CAPABLE_GPUS",
     "MIG_CONFIG_LABEL",
     "MIG_PARTED_CONFIGMAP",
+    "NVIDIA_GPU",
     "SUPPORTED_CHART_SERIES",
+    "TIME_SLICING_REPLICAS",
     "GpuInstanceType",
     "GpuOperatorValuesError",
     "GpuPoolProfile",
@@ -62,11 +67,14 @@ __all__ = [
     "MigProfileError",
     "UnknownInstanceTypeError",
     "UnsupportedPoolError",
+    "advertised_gpu_resources",
     "candidate_instance_types",
     "check_mig_capable",
     "deep_merge",
     "gpu_operator_values",
     "mig_capable_instance_types",
+    "mig_devices_per_gpu",
+    "mig_resource_name",
     "nfd_worker_tolerations",
     "operand_tolerations",
     "pool_node_labels",
@@ -83,15 +91,17 @@ CDI_MIN_KUBERNETES_VERSION = (1, 32)
 (EKS AL2023 nodes: kubelet with CDI devices in the device-plugin API and a containerd that reads CDI specs).
 Below it the device plugin keeps the `envvar` device list and the AMI's nvidia runtime injects GPUs."""
 
-DEPLOY_DEVICE_PLUGIN_LABEL = "nvidia.com/gpu.deploy.device-plugin"
-DEPLOY_MIG_MANAGER_LABEL = "nvidia.com/gpu.deploy.mig-manager"
+TIME_SLICING_REPLICAS = range(2, 65)
+"""Time-slices per GPU a pool may ask for. The device-plugin ConfigMap has an entry for every one of them, so
+changing a pool's `timeSlicing.replicas` never removes the entry its running nodes still select: those keep
+working until Karpenter replaces them (the NodePool's label changed, so they drift)."""
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 """Node label the device plugin's config-manager reads to pick an entry of `devicePlugin.config.data`."""
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 """Node label the MIG manager reads to pick a mig-parted config."""
 
 DEVICE_PLUGIN_CONFIGMAP = "gpu-eks-device-plugin-config"
-"""ConfigMap the chart creates with the device-plugin configs (only when some pool uses time-slicing)."""
+"""ConfigMap the chart creates with the device-plugin configs (whenever the operator's device plugin runs)."""
 DEVICE_PLUGIN_DEFAULT_CONFIG = "default"
 """Entry used by nodes without `nvidia.com/device-plugin.config`: plain GPUs, no sharing."""
 MIG_PARTED_CONFIGMAP = "gpu-eks-mig-parted-config"
@@ -159,7 +169,9 @@ class GpuPoolProfile(BaseModel):
     """`karpenter.k8s.aws/instance-family In` values, if any."""
     gpu_names: tuple[str, ...] = ()
     """`karpenter.k8s.aws/instance-gpu-name In` values, if any (`a100`, `h100`, ...)."""
-    time_slicing_replicas: int | None = Field(default=None, ge=2, le=64)
+    time_slicing_replicas: int | None = Field(
+        default=None, ge=TIME_SLICING_REPLICAS.start, le=TIME_SLICING_REPLICAS.stop - 1
+    )
     """Time-slice each GPU into this many `nvidia.com/gpu` (None: no sharing)."""
     mig_profile: str | None = None
     """mig-parted config name for the pool's nodes (`all-1g.10gb`, `all-balanced`, a custom config name);
@@ -232,8 +244,8 @@ def time_slicing_config_name(replicas: int) -> str:
 def pool_node_labels(pool: GpuPoolProfile) -> dict[str, str]:
     """Labels the pool's NodePool must carry (`spec.template.metadata.labels`), sorted by key.
 
-    * Bottlerocket: `nvidia.com/gpu.deploy.device-plugin=false` and `nvidia.com/gpu.deploy.mig-manager=false`,
-      so the operator's device plugin and MIG manager stay off these nodes even when other pools need them.
+    * Bottlerocket: `nvidia.com/gpu.deploy.operands=false`, so no operator operand runs there even when other
+      pools need them (the validator could not finish on Bottlerocket, and every operand waits for it).
     * Time-slicing: `nvidia.com/device-plugin.config=time-slicing-<N>`, the entry `gpu_operator_values` adds.
     * MIG: `nvidia.com/mig.config=<profile>`.
 
@@ -243,8 +255,7 @@ def pool_node_labels(pool: GpuPoolProfile) -> dict[str, str]:
     _check_pool_family(pool)
     labels: dict[str, str] = {}
     if pool.ami_family == "bottlerocket":
-        labels[DEPLOY_DEVICE_PLUGIN_LABEL] = "false"
-        labels[DEPLOY_MIG_MANAGER_LABEL] = "false"
+        labels[DEPLOY_OPERANDS_LABEL] = "false"
     if pool.time_slicing_replicas is not None:
         labels[DEVICE_PLUGIN_CONFIG_LABEL] = time_slicing_config_name(pool.time_slicing_replicas)
     if pool.mig_profile is not None:
@@ -373,14 +384,6 @@ def validate_gpu_pools(pools: Iterable[GpuPoolProfile], config: GpuOperatorConfi
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise GpuOperatorValuesError(f"GPU pool names must be unique: {', '.join(duplicates)}")
-    if config.driver_mode == "operator":
-        bottlerocket = [p.name for p in pools if p.ami_family == "bottlerocket"]
-        if bottlerocket:
-            raise UnsupportedPoolError(
-                f"gpuOperator.driverMode is operator, but GPU pools {', '.join(bottlerocket)} use "
-                "Bottlerocket, whose NVIDIA driver is part of the image and cannot be replaced by the "
-                "operator's: use driverMode auto, or al2023 for these pools"
-            )
     for pool in pools:
         _check_pool_family(pool)
         _check_mig(pool, config)
@@ -444,17 +447,20 @@ def gpu_operator_values(
 ) -> dict[str, Any]:
     """Helm values of the `gpu-operator` chart (v26.7 series) for a cluster with these GPU pools.
 
-    * Driver and container toolkit: off unless `config.driverMode` is `operator` (both supported AMI families
-      ship them). Device plugin and MIG manager: on when an al2023 pool (or no pool) needs them, off when
-      every pool is Bottlerocket; Bottlerocket nodes of a mixed cluster opt out by `pool_node_labels`.
+    * Driver and container toolkit: off (both supported AMI families ship them). Device plugin and MIG
+      manager: on when an al2023 pool (or no pool) needs them, off when every pool is Bottlerocket;
+      Bottlerocket nodes keep every operand off by the label from `pool_node_labels`.
     * NFD on: without its PCI labels the operator deploys nothing to a node.
     * `daemonsets.tolerations` and `node-feature-discovery.worker.tolerations` (which replace the chart
       defaults) keep the defaults and add every pool taint and startup taint.
     * Operator controller, NFD master and NFD gc on `system_node_selector`, tolerating `system_tolerations`.
-    * CDI on only if the operator's device plugin serves some pool and Kubernetes >= 1.32.
+    * CDI on only if the operator's device plugin serves some pool and Kubernetes >= 1.32. GPU pods of AL2023
+      pools get their GPUs through CDI, since the nodes ignore `NVIDIA_VISIBLE_DEVICES` from unprivileged pods
+      (`components.node_user_data`).
     * DCGM exporter and its ServiceMonitor as `config.dcgmExporter` says.
-    * Time-slicing: a device-plugin ConfigMap with a `default` entry and one `time-slicing-<N>` entry per
-      distinct replica count, selected by the node label from `pool_node_labels`.
+    * Device plugin config: whenever the operator's device plugin runs, a ConfigMap with a `default` entry and
+      a `time-slicing-<N>` entry for every N of `TIME_SLICING_REPLICAS`, selected by the node label from
+      `pool_node_labels`; independent of the pools, so no change of a pool removes an entry nodes still use.
     * MIG: `mig.strategy`, `WITH_REBOOT=true` for the MIG manager, custom mig-parted configs if any.
     * `config.extraValues` deep-merged last.
 
@@ -475,7 +481,6 @@ def gpu_operator_values(
     validate_gpu_pools(pools, config)
 
     operator_plugin = not pools or any(p.ami_family == "al2023" for p in pools)
-    operator_driver = config.driver_mode == "operator"
     dcgm = config.dcgm_exporter
 
     mig_manager: dict[str, Any] = {"enabled": operator_plugin}
@@ -491,11 +496,12 @@ def gpu_operator_values(
         }
 
     device_plugin: dict[str, Any] = {"enabled": operator_plugin}
-    replica_counts = sorted({p.time_slicing_replicas for p in pools if p.time_slicing_replicas is not None})
-    if replica_counts:
+    if operator_plugin:
         strategy = config.mig.strategy
         data = {DEVICE_PLUGIN_DEFAULT_CONFIG: _device_plugin_config(strategy, None)}
-        data.update({time_slicing_config_name(n): _device_plugin_config(strategy, n) for n in replica_counts})
+        data.update(
+            {time_slicing_config_name(n): _device_plugin_config(strategy, n) for n in TIME_SLICING_REPLICAS}
+        )
         device_plugin["config"] = {
             "create": True,
             "name": DEVICE_PLUGIN_CONFIGMAP,
@@ -511,8 +517,8 @@ def gpu_operator_values(
             "tolerations": _with_extra(CHART_OPERATOR_TOLERATIONS, system_tolerations),
         },
         "daemonsets": {"tolerations": operand_tolerations(pools)},
-        "driver": {"enabled": operator_driver},
-        "toolkit": {"enabled": operator_driver},
+        "driver": {"enabled": False},
+        "toolkit": {"enabled": False},
         "devicePlugin": device_plugin,
         "mig": {"strategy": config.mig.strategy},
         "migManager": mig_manager,
@@ -535,14 +541,88 @@ def gpu_operator_values(
     return deep_merge(values, config.extra_values)
 
 
-def gpu_resource(pool: GpuPoolProfile, mig_strategy: str) -> str | None:
-    """The extended resource a pod requests for one GPU (or GPU slice) on the pool's nodes.
+NVIDIA_GPU: Final = "nvidia.com/gpu"
+"""The device plugin's resource for whole GPUs, time-slices and (`mig.strategy: single`) MIG devices."""
 
-    `nvidia.com/gpu` unless the pool is partitioned with MIG under the `mixed` strategy, where each
-    profile is its own resource (`all-1g.10gb` -> `nvidia.com/mig-1g.10gb`); None when a mixed pool's
-    profile has several partition sizes (the pod must name one).
+
+def mig_resource_name(profile: str) -> str:
+    """The resource the device plugin advertises a MIG profile as under `mig.strategy: mixed`.
+
+    `nvidia.com/mig-<profile>` with `+` written `.` (`1g.10gb+me` -> `nvidia.com/mig-1g.10gb.me`): NVIDIA
+    k8s-device-plugin v0.20.0 (the GPU Operator v26.7.0's), `internal/rm/rm.go` `AddDefaultResourcesToConfig`.
     """
-    if pool.mig_profile is None or mig_strategy != "mixed":
-        return "nvidia.com/gpu"
-    match = re.fullmatch(r"all-(\d+g\.\d+gb)", pool.mig_profile)
-    return f"nvidia.com/mig-{match.group(1)}" if match else None
+    return "nvidia.com/mig-" + profile.replace("+", ".")
+
+
+def mig_devices_per_gpu(
+    pool: GpuPoolProfile, config: GpuOperatorConfig, gpu: GpuInstanceType
+) -> dict[str, int]:
+    """The MIG devices the pool's MIG config creates on each GPU of `gpu` (profile -> count); {} without MIG.
+
+    From the generated configs (`all-<profile>`: the most instances of the profile a GPU holds;
+    `all-balanced`: mig-parted's formula) per `facts.mig`, or from the custom config's `mig-devices`.
+    Raises `MigProfileError` where that cannot be known ahead: a custom config with several device groups,
+    GPU indexes or a `device-filter` (which GPUs of a node get which partition depends on their PCI ids),
+    compute-instance profiles (`1c.2g.20gb`, which the device plugin does not advertise as such), or a GPU
+    model without MIG facts. Assumes `validate_gpu_pools` accepted the pool.
+    """
+    profile = pool.mig_profile
+    if profile is None or profile == MIG_ALL_DISABLED:
+        return {}
+    where = f"GPU pool {pool.name!r}: MIG profile {profile!r}"
+    custom = _custom_mig_configs(config)
+    if custom is not None:
+        groups = custom[profile]
+        group = groups[0]
+        if len(groups) != 1 or group.devices != "all" or group.device_filter is not None:
+            raise MigProfileError(
+                f"{where}: gpu-eks must know how many MIG devices each node offers (Karpenter's NodeOverlays "
+                "are derived from it), which a custom config tells only with exactly one device group with "
+                "devices: all and no device-filter; split the config per pool, so that each names one "
+                "partition for all GPUs of its nodes"
+            )
+        compute = sorted(p for p in group.mig_devices if not _PROFILE_BASE.match(p))
+        if compute:
+            raise MigProfileError(
+                f"{where} uses compute-instance profiles ({', '.join(compute)}), which the device plugin "
+                "does not advertise one per profile; use GPU-instance profiles such as 1g.10gb"
+            )
+        return dict(group.mig_devices) if group.mig_enabled else {}
+    model = (gpu.gpu_name, gpu.gpu_memory_mib)
+    offered = MIG_PROFILE_INSTANCES.get(model)
+    if offered is None:
+        raise MigProfileError(
+            f"{where}: {gpu.name} has {gpu.gpu_name} GPUs with {gpu.gpu_memory_mib} MiB, for which gpu-eks "
+            "has no MIG profile facts (facts/mig.py), so the MIG devices of its nodes are not known; define "
+            "the partition in gpuOperator.mig.config"
+        )
+    if profile == _MIG_ALL_BALANCED:
+        return balanced_mig_devices(model)
+    for name, count in offered.items():
+        if profile == "all-" + name.replace("+", "."):
+            return {name: count}
+    names = ", ".join("all-" + name.replace("+", ".") for name in offered)
+    raise MigProfileError(
+        f"{where} is not offered by {gpu.name} ({gpu.gpu_name}, {gpu.gpu_memory_mib} MiB): its generated "
+        f"configs are all-disabled, all-balanced and {names}"
+    )
+
+
+def advertised_gpu_resources(
+    pool: GpuPoolProfile, config: GpuOperatorConfig, gpu: GpuInstanceType
+) -> dict[str, int]:
+    """What the device plugin advertises on a node of `pool` launched as `gpu`: resource -> count.
+
+    Whole GPUs: `nvidia.com/gpu` = GPUs. Time-slicing: GPUs x replicas. MIG under `single`: GPUs x MIG devices
+    per GPU, as `nvidia.com/gpu`. MIG under `mixed`: `nvidia.com/mig-<profile>` = GPUs x devices of the
+    profile per GPU, and `nvidia.com/gpu` 0 (every GPU is partitioned, and the device plugin serves no
+    resource it has no device for: `cmd/nvidia-device-plugin/main.go` v0.20.0 skips plugins without devices).
+    """
+    devices = mig_devices_per_gpu(pool, config, gpu)
+    if not devices:
+        return {NVIDIA_GPU: gpu.gpu_count * (pool.time_slicing_replicas or 1)}
+    if config.mig.strategy == "single":
+        return {NVIDIA_GPU: gpu.gpu_count * sum(devices.values())}
+    return {NVIDIA_GPU: 0} | {
+        mig_resource_name(name): gpu.gpu_count * count for name, count in sorted(devices.items())
+    }

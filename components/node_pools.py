@@ -14,7 +14,8 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.gpu_operator_values import gpu_resource, pool_node_labels
+from components.gpu_operator_values import pool_node_labels
+from components.gpu_sharing import gpu_limits, pool_gpu_resource, slices_per_gpu
 from components.karpenter.iam import node_role_name
 from components.karpenter_api import (
     AMISelectorTerm,
@@ -25,6 +26,7 @@ from components.karpenter_api import (
     Disruption,
     EC2NodeClass,
     EC2NodeClassSpec,
+    KarpenterModel,
     KubeletConfiguration,
     MetadataOptions,
     NodeClaimTemplate,
@@ -40,6 +42,8 @@ from components.karpenter_api import (
     to_manifest,
 )
 from components.network import DISCOVERY_TAG
+from components.node_user_data import al2023_user_data
+from config.gpu_operator import GpuOperatorConfig
 from config.node_pools import NodePoolConfig
 from contract import GpuPool, Toleration
 from contract import Taint as ContractTaint
@@ -177,24 +181,26 @@ def node_class(pool: NodePoolConfig, *, name: str, cluster_name: str, tags: dict
             capacity_reservation_selector_terms=reservations or None,
             kubelet=kubelet,
             tags=dict(tags) or None,
+            # Bottlerocket already ignores NVIDIA_VISIBLE_DEVICES from unprivileged pods (facts.bottlerocket).
+            user_data=al2023_user_data() if pool.ami_family == "al2023" else None,
         ),
     )
 
 
-def node_pool(pool: NodePoolConfig, *, node_class: EC2NodeClass) -> NodePool:
-    """The NodePool for a pool."""
+def node_pool(
+    pool: NodePoolConfig, *, node_class: EC2NodeClass, gpu_operator: GpuOperatorConfig | None = None
+) -> NodePool:
+    """The NodePool for a pool; `gpu_operator` says how a GPU-sharing pool's nodes advertise their GPUs
+    (its cap is in those units, `components.gpu_sharing.gpu_limits`)."""
     limits: dict[str, int | str] = {
         key: value
-        for key, value in (
-            ("cpu", pool.limits.cpu),
-            ("memory", pool.limits.memory),
-            ("nvidia.com/gpu", pool.limits.nvidia_gpu),
-        )
+        for key, value in (("cpu", pool.limits.cpu), ("memory", pool.limits.memory))
         if value is not None
     }
+    limits |= gpu_limits(pool, gpu_operator or GpuOperatorConfig())
     disruption = pool.disruption
     taints = [Taint.of(t.key, t.value, t.effect) for t in pool.effective_taints]
-    startup_taints = [Taint.of(t.key, t.value, t.effect) for t in pool.startup_taints]
+    startup_taints = [Taint.of(t.key, t.value, t.effect) for t in pool.effective_startup_taints]
     return NodePool(
         metadata=ObjectMeta(name=pool.name, labels={"app.kubernetes.io/managed-by": "gpu-eks"}),
         spec=NodePoolSpec(
@@ -224,7 +230,13 @@ def node_pool(pool: NodePoolConfig, *, node_class: EC2NodeClass) -> NodePool:
     )
 
 
-def plan(pools: Sequence[NodePoolConfig], *, cluster_name: str, tags: dict[str, str]) -> list[PoolPlan]:
+def plan(
+    pools: Sequence[NodePoolConfig],
+    *,
+    cluster_name: str,
+    tags: dict[str, str],
+    gpu_operator: GpuOperatorConfig | None = None,
+) -> list[PoolPlan]:
     """Every EC2NodeClass with the NodePools that use it; pools with identical node settings share one.
 
     A class is named after its settings (`al2023-<digest>`): adding or removing a pool never renames it,
@@ -237,7 +249,8 @@ def plan(pools: Sequence[NodePoolConfig], *, cluster_name: str, tags: dict[str, 
     plans = []
     for class_name, members in groups.items():
         shared = node_class(members[0], name=class_name, cluster_name=cluster_name, tags=tags)
-        plans.append(PoolPlan(shared, tuple(node_pool(p, node_class=shared) for p in members)))
+        members_pools = (node_pool(p, node_class=shared, gpu_operator=gpu_operator) for p in members)
+        plans.append(PoolPlan(shared, tuple(members_pools)))
     return plans
 
 
@@ -256,25 +269,35 @@ class NodePools(pulumi.ComponentResource):
         pools: Sequence[NodePoolConfig],
         cluster_name: str,
         tags: dict[str, str],
+        gpu_operator: GpuOperatorConfig,
         provider: k8s.Provider,
         karpenter: Sequence[pulumi.Resource],
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        """`karpenter`: what the objects need first (the CRD release and the controller release, which in
+        """`gpu_operator`: how GPU-sharing pools advertise their GPUs (their limits count slices).
+        `karpenter`: what the objects need first (the CRD release and the controller release, which in
         turn depends on the node role and its access entry). Depending on them makes `pulumi destroy`
         delete pools first, so the controller terminates their instances."""
         super().__init__("gpu-eks:node_pools:NodePools", name, None, opts)
         self.node_classes = {}
         self.node_pools = {}
-        for item in plan(pools, cluster_name=cluster_name, tags=tags):
+        for item in plan(pools, cluster_name=cluster_name, tags=tags, gpu_operator=gpu_operator):
             class_name = item.node_class.metadata.name
-            node_class = self._custom_resource(
-                f"{name}-class-{class_name}", item.node_class, provider, list(karpenter)
+            node_class = karpenter_object(
+                f"{name}-class-{class_name}",
+                item.node_class,
+                parent=self,
+                provider=provider,
+                depends_on=list(karpenter),
             )
             self.node_classes[class_name] = node_class
             for pool in item.node_pools:
-                self.node_pools[pool.metadata.name] = self._custom_resource(
-                    f"{name}-{pool.metadata.name}", pool, provider, [node_class, *karpenter]
+                self.node_pools[pool.metadata.name] = karpenter_object(
+                    f"{name}-{pool.metadata.name}",
+                    pool,
+                    parent=self,
+                    provider=provider,
+                    depends_on=[node_class, *karpenter],
                 )
         self.register_outputs(
             {
@@ -283,33 +306,35 @@ class NodePools(pulumi.ComponentResource):
             }
         )
 
-    def _custom_resource(
-        self,
-        logical_name: str,
-        obj: NodePool | EC2NodeClass,
-        provider: k8s.Provider,
-        depends_on: list[pulumi.Resource],
-    ) -> k8s.apiextensions.CustomResource:
-        manifest = to_manifest(obj)
-        return k8s.apiextensions.CustomResource(
-            logical_name,
-            api_version=manifest["apiVersion"],
-            kind=manifest["kind"],
-            metadata=manifest["metadata"],
-            spec=manifest["spec"],
-            opts=pulumi.ResourceOptions(
-                parent=self,
-                provider=provider,
-                depends_on=depends_on,
-                # Named objects: a replacement must delete the old one before creating the new one.
-                delete_before_replace=True,
-            ),
-        )
+
+def karpenter_object(
+    logical_name: str,
+    obj: KarpenterModel,
+    *,
+    parent: pulumi.Resource,
+    provider: k8s.Provider,
+    depends_on: list[pulumi.Resource],
+) -> k8s.apiextensions.CustomResource:
+    """A Karpenter custom resource (NodePool, EC2NodeClass, NodeOverlay) from its typed model."""
+    manifest = to_manifest(obj)
+    return k8s.apiextensions.CustomResource(
+        logical_name,
+        api_version=manifest["apiVersion"],
+        kind=manifest["kind"],
+        metadata=manifest["metadata"],
+        spec=manifest["spec"],
+        opts=pulumi.ResourceOptions(
+            parent=parent,
+            provider=provider,
+            depends_on=depends_on,
+            # Named objects: a replacement must delete the old one before creating the new one.
+            delete_before_replace=True,
+        ),
+    )
 
 
-def pool_contract(pool: NodePoolConfig, *, mig_strategy: str) -> GpuPool:
+def pool_contract(pool: NodePoolConfig, *, gpu_operator: GpuOperatorConfig) -> GpuPool:
     """What consuming stacks learn about a pool (the `gpuPools` output)."""
-    profile = pool.gpu_profile() if pool.kind == "gpu" else None
     return GpuPool(
         name=pool.name,
         kind=pool.kind,
@@ -319,7 +344,8 @@ def pool_contract(pool: NodePoolConfig, *, mig_strategy: str) -> GpuPool:
         node_selector={"karpenter.sh/nodepool": pool.name},
         labels=node_labels(pool),
         gpu_limit=pool.limits.nvidia_gpu,
-        gpu_resource=gpu_resource(profile, mig_strategy) if profile else None,
+        gpu_resource=pool_gpu_resource(pool, gpu_operator),
         time_slicing_replicas=pool.time_slicing.replicas if pool.time_slicing else None,
         mig_profile=pool.mig.profile if pool.mig else None,
+        slices_per_gpu=slices_per_gpu(pool, gpu_operator),
     )

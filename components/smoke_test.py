@@ -8,16 +8,19 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.gpu_operator_values import gpu_resource
+from components.gpu_sharing import pool_gpu_resource
+from config.gpu_operator import GpuOperatorConfig
 from config.node_pools import NodePoolConfig
 from config.smoke_test import SmokeTestConfig
 
 JOB_NAME = "cuda-smoke-test"
 
 
-def smoke_job(pool: NodePoolConfig, config: SmokeTestConfig, *, mig_strategy: str) -> dict[str, Any]:
-    """The Job manifest: pinned to the pool, tolerating its taints, asking for one GPU."""
-    resource = gpu_resource(pool.gpu_profile(), mig_strategy)
+def smoke_job(
+    pool: NodePoolConfig, config: SmokeTestConfig, *, gpu_operator: GpuOperatorConfig
+) -> dict[str, Any]:
+    """The Job manifest: pinned to the pool, tolerating its taints, asking for one GPU (or slice)."""
+    resource = pool_gpu_resource(pool, gpu_operator)
     if resource is None:
         raise ValueError(
             f"pool {pool.name} has no single GPU resource to request (MIG mixed with several sizes)"
@@ -67,7 +70,7 @@ class SmokeTest(pulumi.ComponentResource):
         *,
         config: SmokeTestConfig,
         pool: NodePoolConfig,
-        mig_strategy: str,
+        gpu_operator: GpuOperatorConfig,
         provider: k8s.Provider,
         depends_on: Sequence[pulumi.Resource],
         opts: pulumi.ResourceOptions | None = None,
@@ -75,7 +78,7 @@ class SmokeTest(pulumi.ComponentResource):
         """`depends_on`: the pool's NodePool and the GPU Operator release. The job is then created after
         them and, on `pulumi destroy`, deleted before them."""
         super().__init__("gpu-eks:smoke_test:SmokeTest", name, None, opts)
-        manifest = smoke_job(pool, config, mig_strategy=mig_strategy)
+        manifest = smoke_job(pool, config, gpu_operator=gpu_operator)
         namespace = k8s.core.v1.Namespace(
             name,
             metadata={"name": config.namespace, "labels": {"app.kubernetes.io/managed-by": "gpu-eks"}},

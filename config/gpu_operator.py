@@ -23,7 +23,7 @@ DEFAULT_NAMESPACE = "gpu-operator"
 DEFAULT_TIMEOUT_SECONDS = 900
 """Helm wait timeout: the operator, NFD and the first operand rollout on a fresh GPU node take minutes."""
 
-DriverMode = Literal["auto", "preinstalled", "operator"]
+DriverMode = Literal["auto", "preinstalled"]
 MigStrategy = Literal["single", "mixed"]
 
 MIG_PROFILE_PATTERN = r"([1-8]c\.)?[1-8]g\.[0-9]+gb([+-][a-z][a-z0-9]*([.,][a-z][a-z0-9]*)*)?"
@@ -96,9 +96,8 @@ class MigConfig(ConfigModel):
 
     strategy: MigStrategy = "single"
     """How the device plugin exposes MIG devices: `single` (every GPU of a node split alike; the slices are
-    advertised as `nvidia.com/gpu`) or `mixed` (`nvidia.com/mig-<profile>` resources; allows mixed profiles,
-    but Karpenter knows no instance type offering those resources, so pods asking for them need a
-    NodeOverlay to be provisioned)."""
+    advertised as `nvidia.com/gpu`) or `mixed` (`nvidia.com/mig-<profile>` resources; allows mixed profiles;
+    Karpenter learns of those resources from the NodeOverlays gpu-eks declares for MIG pools)."""
     config: dict[str, tuple[MigDeviceGroup, ...]] | None = None
     """Custom mig-parted configs (`mig-configs` of the mig-parted file): name -> device groups. When set, the
     MIG manager uses these instead of the configs it generates from the hardware, and a pool's MIG profile
@@ -132,13 +131,11 @@ class GpuOperatorConfig(ConfigModel):
     namespace: KubernetesName = DEFAULT_NAMESPACE
     """Namespace of the release (created by the component, labelled for privileged pods)."""
     driver_mode: DriverMode = "auto"
-    """Who provides the NVIDIA driver and container toolkit on GPU nodes.
-    `auto`: follow each pool's AMI family; the EKS AL2023 NVIDIA and Bottlerocket NVIDIA AMIs both ship
-    them, so the operator's driver and toolkit are off (Bottlerocket also brings its device plugin and MIG
-    handling).
-    `preinstalled`: driver and toolkit off whatever the AMI (e.g. a custom AMI with them baked in).
-    `operator`: the operator installs driver and toolkit, for AL2023 pools on an AMI without them
-    (not possible on Bottlerocket, whose driver is part of the image)."""
+    """Who provides the NVIDIA driver and container toolkit on GPU nodes: the AMI, so the operator's driver
+    and toolkit are off. `auto` and `preinstalled` mean the same: the EKS AL2023 NVIDIA and Bottlerocket
+    NVIDIA AMIs both ship them. `operator` is refused: pools select AMIs by alias only, and `al2023@...`
+    always resolves GPU instance types to the NVIDIA variant, whose preinstalled driver the operator's driver
+    container would clash with."""
     dcgm_exporter: DcgmExporterConfig = DcgmExporterConfig()
     """GPU metrics exporter and its Prometheus Operator ServiceMonitor."""
     mig: MigConfig = MigConfig()
@@ -148,3 +145,15 @@ class GpuOperatorConfig(ConfigModel):
     An escape hatch: nothing here is validated against the chart."""
     timeout_seconds: int = Field(default=DEFAULT_TIMEOUT_SECONDS, ge=60, le=3600)
     """How long Pulumi waits for the release to become ready."""
+
+    @field_validator("driver_mode", mode="before")
+    @classmethod
+    def _no_operator_driver(cls, value: Any) -> Any:
+        if value == "operator":
+            raise ValueError(
+                "operator is not supported: GPU pools select their AMI by alias only (nodePools[].ami), "
+                "and Karpenter resolves al2023@<version> for GPU instance types to the EKS AL2023 NVIDIA "
+                "AMI, whose driver is preinstalled (Bottlerocket's is part of the image); gpu-eks has no "
+                "custom AMI selector that could pick an AMI without a driver. Use auto"
+            )
+        return value

@@ -38,7 +38,9 @@ class KarpenterFeatureGates(ConfigModel):
     node_repair: bool = False
     """Alpha: replace nodes whose conditions report them unhealthy (e.g. a failed GPU) after a grace time."""
     node_overlay: bool = False
-    """Alpha: let NodeOverlay resources adjust instance type prices and capacity in scheduling."""
+    """Alpha: let NodeOverlay resources adjust instance type prices and capacity in scheduling. Turned on
+    when a pool shares GPUs (`timeSlicing`, `mig`) and gets NodeOverlays (see `gpuSharingOverlays`); `false`
+    together with such a pool is refused."""
     reserved_capacity: bool = True
     """Beta: launch into on-demand capacity reservations selected by `capacityReservationSelectorTerms`."""
     spot_to_spot_consolidation: bool = False
@@ -97,6 +99,13 @@ class KarpenterConfig(ConfigModel):
 
     log_level: LogLevel = "info"
     """Controller log level: `debug`, `info` or `error`."""
+
+    gpu_sharing_overlays: bool = True
+    """Declare NodeOverlays for the pools that share GPUs (`timeSlicing`, `mig`), so that Karpenter plans
+    launches with the GPU slices their nodes will advertise instead of whole GPUs; turns on the alpha
+    `nodeOverlay` feature gate. `false`: no overlays, Karpenter counts whole GPUs (and overshoots on
+    scale-up); not possible with `gpuOperator.mig.strategy: mixed` MIG pools, which need them to be
+    provisioned at all."""
 
     feature_gates: KarpenterFeatureGates = Field(default_factory=KarpenterFeatureGates)
     """Feature gates of the controller; unset gates keep the chart's defaults."""

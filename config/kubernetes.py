@@ -32,3 +32,8 @@ class Taint(ConfigModel):
 
 GPU_TAINT = Taint(key="nvidia.com/gpu", value="true", effect="NoSchedule")
 """The taint every GPU pool carries unless its config says otherwise."""
+
+MIG_PENDING_TAINT = Taint(key="gpu-eks.io/mig-pending", value="true", effect="NoSchedule")
+"""Startup taint of every MIG pool: no workload lands before the MIG manager has partitioned the GPUs. The GPU
+node guard (`components/gpu_node_guard/`) removes it once the node reports
+`nvidia.com/mig.config.state=success`."""

@@ -9,9 +9,10 @@ from typing import Any, ClassVar, Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
-from components.gpu_operator_values import GpuPoolProfile
+from components.gpu_operator_values import TIME_SLICING_REPLICAS, GpuPoolProfile
 from config.base import ConfigModel
-from config.kubernetes import GPU_TAINT, Taint
+from config.gpu_node_guard import check_initialization_timeout
+from config.kubernetes import GPU_TAINT, MIG_PENDING_TAINT, Taint
 from config.types import DurationOrNever, GoDuration, InstanceType, KubernetesName, Quantity
 from facts.instance_types import GpuInstanceType, gpu_instance_types
 
@@ -173,13 +174,15 @@ class Limits(ConfigModel):
     memory: Quantity | None = None
     """Total memory."""
     nvidia_gpu: Quantity | None = Field(default=None, alias="nvidia.com/gpu")
-    """Total GPUs: the cap on GPU spend. Required for GPU pools."""
+    """The cap on GPU spend, required for GPU pools. Counted in what the pool's pods request: whole GPUs,
+    or slices on a pool that shares GPUs (time-slices; MIG devices), so `16` on a 4-way time-sliced pool is
+    4 GPUs. A `mig.strategy: mixed` pool with several MIG resources counts physical GPUs."""
 
 
 class TimeSlicing(ConfigModel):
     """Share each GPU between pods (no memory isolation)."""
 
-    replicas: int = Field(ge=2, le=64)
+    replicas: int = Field(ge=TIME_SLICING_REPLICAS.start, le=TIME_SLICING_REPLICAS.stop - 1)
     """Pods per physical GPU."""
 
 
@@ -231,9 +234,12 @@ class NodePoolConfig(ConfigModel):
     """Taints on every node; GPU pools default to `nvidia.com/gpu=true:NoSchedule` so only pods that
     tolerate it (GPU workloads) land there. CPU pools default to none."""
     startup_taints: tuple[Taint, ...] = ()
-    """Taints present at startup that something on the node removes once it is ready."""
+    """Taints present at startup until something removes them. Only the one gpu-eks removes itself is
+    accepted: `gpu-eks.io/mig-pending=true:NoSchedule`, which MIG pools get anyway; any other would keep every
+    node uninitialized (Karpenter waits for startup taints to go) until the GPU node guard deletes it."""
     labels: dict[str, str] = Field(default_factory=dict)
-    """Extra labels on every node of the pool."""
+    """Extra labels on every node of the pool (not in `nvidia.com/`, which the GPU Operator and gpu-eks
+    manage)."""
     limits: Limits = Limits()
     """Total resource caps of the pool; GPU pools must cap `nvidia.com/gpu`, CPU pools `cpu`."""
     disruption: Disruption = Disruption(consolidate_after="5m")
@@ -250,9 +256,29 @@ class NodePoolConfig(ConfigModel):
     """Restrict to EFA-capable instance types; pods request `vpc.amazonaws.com/efa` and Karpenter attaches
     the interfaces (the stack then installs the EFA device plugin, which advertises that resource)."""
     time_slicing: TimeSlicing | None = None
-    """Share GPUs between pods (GPU Operator device-plugin config). Karpenter still counts physical GPUs."""
+    """Share GPUs between pods (GPU Operator device-plugin config); NodeOverlays tell Karpenter the slices."""
     mig: Mig | None = None
-    """MIG partitioning (GPU Operator MIG manager)."""
+    """MIG partitioning (GPU Operator MIG manager). The pool's nodes start with the startup taint
+    `gpu-eks.io/mig-pending`, which the GPU node guard removes once the GPUs are partitioned."""
+    initialization_timeout: DurationOrNever | None = None
+    """This pool's `gpuNodeGuard.initializationTimeout` (e.g. longer for large MIG nodes that reboot once)."""
+
+    @field_validator("initialization_timeout")
+    @classmethod
+    def _timeout(cls, value: str | None) -> str | None:
+        return None if value is None else check_initialization_timeout(value)
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, value: dict[str, str]) -> dict[str, str]:
+        managed = sorted(k for k in value if k.startswith("nvidia.com/"))
+        if managed:
+            raise ValueError(
+                f"{', '.join(managed)}: nvidia.com/ labels are set by gpu-eks and the GPU Operator (use "
+                "timeSlicing or mig for the device plugin and MIG manager); a label such as "
+                "nvidia.com/mig.config.state would defeat the MIG gate"
+            )
+        return value
 
     @field_validator("ami")
     @classmethod
@@ -284,13 +310,40 @@ class NodePoolConfig(ConfigModel):
             return self.taints
         return (GPU_TAINT,) if self.kind == "gpu" else ()
 
+    @property
+    def effective_startup_taints(self) -> tuple[Taint, ...]:
+        """The pool's startup taints: the MIG gate on MIG pools (config may only repeat it)."""
+        return (MIG_PENDING_TAINT,) if self.mig is not None else ()
+
+    def startup_taint_problems(self) -> list[tuple[int, str]]:
+        """(index, why) for each configured startup taint that nothing would remove from this pool's nodes."""
+        problems = []
+        for index, taint in enumerate(self.startup_taints):
+            if taint == MIG_PENDING_TAINT and self.mig is not None:
+                continue
+            why = (
+                "the GPU node guard removes gpu-eks.io/mig-pending from MIG pools only, and this pool has "
+                "no mig"
+                if taint.key == MIG_PENDING_TAINT.key
+                else "nothing in the stack removes this taint"
+            )
+            problems.append(
+                (
+                    index,
+                    f"{why}, so Karpenter would never initialize the nodes (it waits for startup taints to "
+                    "go); the only startup taint accepted is gpu-eks.io/mig-pending=true:NoSchedule on a MIG "
+                    "pool, which gets it without being asked",
+                )
+            )
+        return problems
+
     def gpu_profile(self) -> GpuPoolProfile:
         """What the GPU Operator must know about this (GPU) pool."""
         return GpuPoolProfile(
             name=self.name,
             ami_family=self.ami_family,
             taints=self.effective_taints,
-            startup_taints=self.startup_taints,
+            startup_taints=self.effective_startup_taints,
             instance_types=self.instance_types,
             instance_families=self.instance_families,
             gpu_names=self.gpu_names,
@@ -327,7 +380,7 @@ class NodePoolConfig(ConfigModel):
             keys = [(t.key, t.effect) for t in items]
             if len(set(keys)) != len(keys):
                 problems.append(f"{group} lists the same key and effect twice")
-        repeated = sorted({t.key for t in taints} & {t.key for t in self.startup_taints})
+        repeated = sorted({t.key for t in taints} & {t.key for t in self.effective_startup_taints})
         if repeated:
             problems.append(
                 f"taint {', '.join(repeated)} is in both taints and startupTaints; a startup taint is "
@@ -392,6 +445,7 @@ class NodePoolConfig(ConfigModel):
                 ("mig", self.mig),
                 ("limits.nvidia.com/gpu", self.limits.nvidia_gpu),
                 ("efa", self.efa),
+                ("initializationTimeout", self.initialization_timeout),
             )
             if value
         ]

@@ -7,7 +7,15 @@ from typing import Any
 import pulumi.runtime.config as runtime_config
 from pydantic import ValidationError
 
-from components.gpu_operator_values import SUPPORTED_CHART_SERIES, gpu_resource, validate_gpu_pools
+from components.gpu_operator_values import (
+    NVIDIA_GPU,
+    SUPPORTED_CHART_SERIES,
+    MigProfileError,
+    validate_gpu_pools,
+)
+from components.gpu_sharing import gpu_limits, pool_gpu_resource, sharing_capacity
+from components.karpenter_api import NodeOverlay
+from components.node_overlays import pool_overlays, stack_overlays
 from components.node_pools import plan
 from config.base import ConfigModel
 from config.cluster import ClusterConfig
@@ -20,6 +28,7 @@ from config.errors import (
     problems_from_validation_error,
     section_key,
 )
+from config.gpu_node_guard import GpuNodeGuardConfig
 from config.gpu_operator import GpuOperatorConfig
 from config.karpenter import KarpenterConfig
 from config.network import NetworkConfig
@@ -55,6 +64,9 @@ class StackConfig(ConfigModel):
     efa_device_plugin: EfaDevicePluginConfig = EfaDevicePluginConfig()
     """The AWS EFA device plugin, which makes `vpc.amazonaws.com/efa` allocatable; installed only when a
     pool has `efa: true`."""
+    gpu_node_guard: GpuNodeGuardConfig = GpuNodeGuardConfig()
+    """The GPU node guard, installed with any GPU pool: lifts the MIG pools' startup taint once the GPUs are
+    partitioned, and deletes GPU NodeClaims that never initialize."""
 
     @property
     def gpu_pools(self) -> tuple[NodePoolConfig, ...]:
@@ -70,6 +82,13 @@ class StackConfig(ConfigModel):
     def partition(self) -> Partition:
         """The AWS partition of the region, for ARNs."""
         return partition_of_region(self.region)
+
+    @property
+    def node_overlays(self) -> list[NodeOverlay]:
+        """The NodeOverlays of the GPU-sharing pools; none with `karpenter.gpuSharingOverlays: false`."""
+        if not self.karpenter.gpu_sharing_overlays:
+            return []
+        return stack_overlays(self.gpu_pools, self.gpu_operator)
 
 
 SECTIONS = {section_key(f.alias or n): f.alias or n for n, f in StackConfig.model_fields.items()}
@@ -90,6 +109,9 @@ def _node_pool_problems(config: StackConfig) -> list[ConfigProblem]:
                 )
             )
         seen.setdefault(pool.name, index)
+        for taint_index, why in pool.startup_taint_problems():
+            key = f"{PROJECT}:nodePools[{index}].startupTaints[{taint_index}].key"
+            problems.append(ConfigProblem(key, why, pool.startup_taints[taint_index].key, True))
         if pool.kind == "gpu":
             try:
                 validate_gpu_pools([pool.gpu_profile()], config.gpu_operator)
@@ -101,14 +123,82 @@ def _node_pool_problems(config: StackConfig) -> list[ConfigProblem]:
         except ValueError as exc:
             problems.append(ConfigProblem(f"{PROJECT}:nodePools", str(exc)))
     if not problems:
+        problems.extend(_gpu_sharing_problems(config))
+    if not problems:
         # Build the Karpenter objects now: what the API server would refuse is refused before any resource.
         for index, pool in enumerate(config.node_pools):
             try:
-                plan([pool], cluster_name=config.cluster.name, tags={})
+                plan([pool], cluster_name=config.cluster.name, tags={}, gpu_operator=config.gpu_operator)
+                pool_overlays(pool, config.gpu_operator)
             except ValidationError as exc:
                 messages = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
                 problems.append(ConfigProblem(f"{PROJECT}:nodePools[{index}]", messages))
     return problems
+
+
+def _sharing_key(index: int, pool: NodePoolConfig) -> str:
+    return f"{PROJECT}:nodePools[{index}]." + ("timeSlicing" if pool.time_slicing else "mig.profile")
+
+
+def _gpu_sharing_problems(config: StackConfig) -> list[ConfigProblem]:
+    """What GPU-sharing pools offer must be derivable (their NodeOverlays and limits are built from it), the
+    overlays need the `nodeOverlay` feature gate, and mixed-strategy MIG pools need the overlays."""
+    problems = []
+    sharing: list[tuple[int, NodePoolConfig]] = []
+    for index, pool in enumerate(config.node_pools):
+        try:
+            if pool_overlays(pool, config.gpu_operator):
+                sharing.append((index, pool))
+            gpu_limits(pool, config.gpu_operator)
+        except MigProfileError as exc:
+            value = pool.mig.profile if pool.mig else None
+            problems.append(ConfigProblem(_sharing_key(index, pool), str(exc), value, value is not None))
+    if problems:
+        return problems
+    karpenter = config.karpenter
+    if not karpenter.gpu_sharing_overlays:
+        mixed = [
+            (index, pool)
+            for index, pool in sharing
+            if any(set(c) - {NVIDIA_GPU} for c in sharing_capacity(pool, config.gpu_operator).values())
+        ]
+        return [
+            ConfigProblem(
+                config_key(("karpenter", "gpuSharingOverlays")),
+                f"MIG pool {pool.name!r} ({_sharing_key(index, pool)}) runs under gpuOperator.mig.strategy "
+                "mixed: its pods request nvidia.com/mig-* resources, which no instance type offers to "
+                "Karpenter without a NodeOverlay, so its nodes would never be launched; set "
+                "gpuSharingOverlays to true (or leave it out) or use mig.strategy single",
+                False,
+                True,
+            )
+            for index, pool in mixed
+        ]
+    gates = karpenter.feature_gates
+    if sharing and "node_overlay" in gates.model_fields_set and not gates.node_overlay:
+        keys = ", ".join(f"{_sharing_key(index, pool)} ({pool.name})" for index, pool in sharing)
+        return [
+            ConfigProblem(
+                config_key(("karpenter", "featureGates", "nodeOverlay")),
+                "GPU-sharing pools get NodeOverlays, which the controller ignores with this gate off: "
+                f"{keys}. Leave the gate out (it is turned on for them) or set it to true; to run without "
+                "overlays, set gpu-eks:karpenter.gpuSharingOverlays to false",
+                False,
+                True,
+            )
+        ]
+    return []
+
+
+def _with_overlay_gate(config: StackConfig) -> StackConfig:
+    """`config` with the `nodeOverlay` feature gate on when NodeOverlays are declared."""
+    gates = config.karpenter.feature_gates
+    if not config.node_overlays or gates.node_overlay:
+        return config
+    karpenter = config.karpenter.model_copy(
+        update={"feature_gates": gates.model_copy(update={"node_overlay": True})}
+    )
+    return config.model_copy(update={"karpenter": karpenter})
 
 
 def _smoke_test_problems(config: StackConfig) -> list[ConfigProblem]:
@@ -127,7 +217,7 @@ def _smoke_test_problems(config: StackConfig) -> list[ConfigProblem]:
         return [
             ConfigProblem(key, "names a CPU pool; the smoke test needs a GPU pool", smoke.node_pool, True)
         ]
-    if gpu_resource(pool.gpu_profile(), config.gpu_operator.mig.strategy) is None:
+    if pool_gpu_resource(pool, config.gpu_operator) is None:
         return [
             ConfigProblem(
                 key,
@@ -141,7 +231,24 @@ def _smoke_test_problems(config: StackConfig) -> list[ConfigProblem]:
 
 
 def _gpu_operator_problems(config: StackConfig) -> list[ConfigProblem]:
-    """The chart version must be of the series the values are built for (the model checks only its form)."""
+    """The chart version must be of the series the values are built for (the model checks only its form), and
+    `extraValues` must not turn CDI off while AL2023 GPU pools exist: their nodes ignore
+    `NVIDIA_VISIBLE_DEVICES` from unprivileged pods (`components/node_user_data.py`), so GPU pods get their
+    GPUs only as CDI devices."""
+    cdi = config.gpu_operator.extra_values.get("cdi")
+    if isinstance(cdi, dict) and cdi.get("enabled") is False:
+        al2023 = [p.name for p in config.gpu_pools if p.ami_family == "al2023"]
+        if al2023:
+            return [
+                ConfigProblem(
+                    f"{PROJECT}:gpuOperator.extraValues.cdi.enabled",
+                    f"CDI must stay on with AL2023 GPU pools ({', '.join(al2023)}): their nodes ignore "
+                    "NVIDIA_VISIBLE_DEVICES from unprivileged pods, so without CDI devices no GPU pod would "
+                    "get a GPU; remove the override",
+                    False,
+                    True,
+                )
+            ]
     version = config.gpu_operator.version
     if version.startswith(f"{SUPPORTED_CHART_SERIES}."):
         return []
@@ -251,7 +358,7 @@ def parse_stack_config(raw: Mapping[str, Any], secret_keys: frozenset[str] = fro
     problems.extend(_cross_section_problems(config))
     if problems:
         raise ConfigError(problems)
-    return config
+    return _with_overlay_gate(config)
 
 
 def load_stack_config() -> StackConfig:

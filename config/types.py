@@ -99,6 +99,15 @@ DurationOrNever = Annotated[
 ]
 """A `GoDuration`, or `Never` where Karpenter accepts it (consolidateAfter, expireAfter)."""
 
+_DURATION_PART = re.compile(r"([0-9]+)(s|m|h)")
+_SECONDS = {"s": 1, "m": 60, "h": 3600}
+
+
+def duration_seconds(value: str) -> int:
+    """Seconds in a `GoDuration` string (`1h30m` -> 5400)."""
+    return sum(int(n) * _SECONDS[unit] for n, unit in _DURATION_PART.findall(value))
+
+
 InstanceType = Annotated[
     str,
     AfterValidator(

@@ -53,9 +53,15 @@ class GpuPool(_Contract):
     labels: dict[str, str]
     """Labels every node of the pool carries (besides Karpenter's and the GPU Operator's own)."""
     gpu_limit: str | None = None
-    """`nvidia.com/gpu` cap of the pool (physical GPUs), None for CPU pools."""
+    """The pool's GPU cap (`limits.nvidia.com/gpu`), in units of `gpuResource`: whole GPUs, time-slices or MIG
+    devices, so with `slicesPerGpu` 4 a cap of 16 is 4 physical GPUs. In physical GPUs where `gpuResource` is
+    None (several MIG resources). None for CPU pools."""
     gpu_resource: str | None = None
     """The extended resource a pod requests for one GPU on this pool (`nvidia.com/gpu`, or a MIG resource)."""
+    slices_per_gpu: int | None = None
+    """How many `gpuResource` one physical GPU of the pool provides: 1 for whole GPUs, the time-slicing
+    replicas, or the MIG devices per GPU. None for CPU pools, for pools with several MIG resources, and for
+    MIG pools whose GPU models partition differently (A100 40GB and H100 under `all-1g.10gb`: 4 and 7)."""
     time_slicing_replicas: int | None = None
     """Pods per physical GPU when the pool time-slices, else None."""
     mig_profile: str | None = None

@@ -3,8 +3,12 @@
 - `facts.eks`: EKS add-on names and version shapes, access policies, upgrade policy, control-plane logs,
   the EBS CSI driver.
 - `facts.instance_types`: NVIDIA GPU instance types (the Karpenter 1.14.1 instance-type table).
-- `facts.mig`: MIG partition profiles per GPU model (NVIDIA mig-parted).
+- `facts.mig`: MIG partition profiles per GPU model and how many of each a GPU holds (NVIDIA mig-parted).
 - `facts.partitions`: AWS partitions, their DNS suffixes, and ARN/region checks.
+- `facts.gpu_operator`: GPU Operator v26.7.0 and MIG manager labels, operands and their tolerations.
+- `facts.karpenter_lifecycle`: when Karpenter 1.14.1 initializes, times out and repairs nodes.
+- `facts.al2023_nvidia`: the EKS AL2023 NVIDIA AMI's container runtime and user-data ordering.
+- `facts.bottlerocket`: where the Bottlerocket NVIDIA variants keep nvidia-smi; their runtime default.
 
 Nothing here imports from `config/` or `components/`.
 """

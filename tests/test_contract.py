@@ -36,6 +36,31 @@ def test_time_slicing_is_visible_to_consumers(dev: ProgramRun) -> None:
     (pool,) = contract.StackOutputs.model_validate(dev.outputs).gpu_pools
     assert pool.time_slicing_replicas == 4
     assert pool.labels["nvidia.com/device-plugin.config"] == "time-slicing-4"
+    # The cap is in slices, and consumers learn how many slices a GPU is.
+    assert (pool.gpu_limit, pool.slices_per_gpu) == ("16", 4)
+
+
+def test_whole_gpu_pools_have_one_slice_per_gpu(prod: ProgramRun) -> None:
+    pools = contract.StackOutputs.model_validate(prod.outputs).gpu_pools
+    assert {p.name: p.slices_per_gpu for p in pools} == {"gpu-inference": 1, "gpu-training": 1}
+
+
+def test_gpu_pool_fields_are_exactly_these() -> None:
+    """Consumers read these names; renaming or removing one is a breaking change."""
+    assert [f.alias or n for n, f in contract.GpuPool.model_fields.items()] == [
+        "name",
+        "kind",
+        "capacityTypes",
+        "taints",
+        "tolerations",
+        "nodeSelector",
+        "labels",
+        "gpuLimit",
+        "gpuResource",
+        "slicesPerGpu",
+        "timeSlicingReplicas",
+        "migProfile",
+    ]
 
 
 def test_interruption_off_exports_no_queue() -> None:

@@ -42,10 +42,11 @@ TRAINING_POOL: dict[str, Any] = {
     "instanceFamilies": ["p5"],
     "efa": True,
     "taints": [{"key": "nvidia.com/gpu", "value": "true"}, {"key": "example.com/team"}],
-    "startupTaints": [{"key": "example.com/efa-init", "value": "pending", "effect": "NoExecute"}],
+    "mig": {"profile": "all-1g.10gb"},
     "limits": {"nvidia.com/gpu": "16"},
 }
-"""An EFA pool with a valueless taint and a startup taint; p5 without a GPU count includes p5.4xlarge."""
+"""An EFA pool with a valueless taint and (MIG) a startup taint; p5 without a GPU count includes
+p5.4xlarge."""
 INFERENCE_POOL: dict[str, Any] = {
     "name": "serve",
     "instanceFamilies": ["g6"],
@@ -138,8 +139,8 @@ def test_values_for_an_efa_pool() -> None:
     values = efa_device_plugin_values(_pools(TRAINING_POOL, INFERENCE_POOL))
     assert values["nodeSelector"] == {EFA_LABEL: "true"} == EFA_NODE_SELECTOR
     assert values["tolerations"] == [
-        {"key": "example.com/efa-init", "operator": "Equal", "value": "pending", "effect": "NoExecute"},
         {"key": "example.com/team", "operator": "Exists", "effect": "NoSchedule"},
+        {"key": "gpu-eks.io/mig-pending", "operator": "Equal", "value": "true", "effect": "NoSchedule"},
         {"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"},
     ]
     # Only the EFA pool's types (p5 sizes with EFA), not the inference pool's g6.
@@ -152,19 +153,19 @@ def test_every_taint_and_startup_taint_of_every_efa_pool_is_tolerated() -> None:
         "name": "other",
         "instanceFamilies": ["p4d"],
         "taints": [{"key": "example.com/team", "value": "research"}, {"key": "x/y", "effect": "NoExecute"}],
-        "startupTaints": [],
     }
+    del other["mig"]
     pools = _pools(TRAINING_POOL, other)
     tolerations = efa_device_plugin_values(pools)["tolerations"]
     for pool in pools:
-        for taint in (*pool.effective_taints, *pool.startup_taints):
+        for taint in (*pool.effective_taints, *pool.effective_startup_taints):
             assert tolerates(tolerations, taint), (pool.name, taint)
     # `example.com/team` Exists already covers the valued taint: no redundant entry.
     assert [t["key"] for t in tolerations].count("example.com/team") == 1
 
 
 def test_efa_pool_with_default_taint_gets_the_gpu_toleration() -> None:
-    (pool,) = _pools({k: v for k, v in TRAINING_POOL.items() if k not in ("taints", "startupTaints")})
+    (pool,) = _pools({k: v for k, v in TRAINING_POOL.items() if k not in ("taints", "mig")})
     assert efa_device_plugin_values([pool])["tolerations"] == [
         {"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
     ]
@@ -222,7 +223,7 @@ def test_prod_training_pool_taints_are_tolerated(prod: ProgramRun) -> None:
     ):
         assert taint in training.effective_taints
         assert tolerates(tolerations, taint), taint
-    for taint in (*training.effective_taints, *training.startup_taints):
+    for taint in (*training.effective_taints, *training.effective_startup_taints):
         assert tolerates(tolerations, taint), taint
 
 

@@ -7,6 +7,7 @@ import pytest
 
 from components.smoke_test import smoke_job
 from config.errors import ConfigError
+from config.gpu_operator import GpuOperatorConfig
 from config.node_pools import NodePoolConfig
 from config.smoke_test import DEFAULT_IMAGE, SmokeTestConfig
 from config.stack import parse_stack_config
@@ -26,7 +27,8 @@ ENABLED = {"enabled": True, "nodePool": "gpu-inference"}
 
 def job(**smoke: Any) -> dict[str, Any]:
     pool = NodePoolConfig.model_validate(POOL)
-    return smoke_job(pool, SmokeTestConfig.model_validate({**ENABLED, **smoke}), mig_strategy="single")
+    smoke_config = SmokeTestConfig.model_validate({**ENABLED, **smoke})
+    return smoke_job(pool, smoke_config, gpu_operator=GpuOperatorConfig())
 
 
 def test_the_job_passes_the_kubernetes_schema() -> None:
@@ -76,7 +78,8 @@ def test_mixed_mig_pools_request_their_mig_resource() -> None:
             "limits": {"nvidia.com/gpu": "8"},
         }
     )
-    manifest = smoke_job(pool, SmokeTestConfig.model_validate(ENABLED), mig_strategy="mixed")
+    mixed = GpuOperatorConfig.model_validate({"mig": {"strategy": "mixed"}})
+    manifest = smoke_job(pool, SmokeTestConfig.model_validate(ENABLED), gpu_operator=mixed)
     (container,) = manifest["spec"]["template"]["spec"]["containers"]
     assert container["resources"]["limits"] == {"nvidia.com/mig-1g.5gb": "1"}
 

@@ -1,9 +1,9 @@
-"""Safe teardown: `pulumi destroy` deletes in reverse dependency order, so every NodePool, EC2NodeClass and
-workload must (transitively) depend on the Karpenter controller, its IAM and the node access entry. Then
-they are deleted while Karpenter still runs and can terminate every instance it launched. The controller in
-turn depends on what it needs while it drains (DNS, pod networking, service routing, Pod Identity, its
-nodes' access entry, the discovery tags), and every Kubernetes object on the way to the API (ingress rules,
-access entries), so those go last. All of it read from the declared graph."""
+"""Safe teardown: `pulumi destroy` deletes in reverse dependency order, so every NodePool, EC2NodeClass,
+NodeOverlay and workload must (transitively) depend on the Karpenter controller, its IAM and the node access
+entry. Then they are deleted while Karpenter still runs and can terminate every instance it launched. The
+controller in turn depends on what it needs while it drains (DNS, pod networking, service routing, Pod
+Identity, its nodes' access entry, the discovery tags), and every Kubernetes object on the way to the API
+(ingress rules, access entries), so those go last. All of it read from the declared graph."""
 
 import pytest
 
@@ -15,6 +15,7 @@ from tests.helpers import closure, run
 POOL_OBJECTS = (
     "kubernetes:karpenter.sh/v1:NodePool",
     "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass",
+    "kubernetes:karpenter.sh/v1alpha1:NodeOverlay",
     "kubernetes:batch/v1:Job",
 )
 
@@ -56,6 +57,17 @@ def test_nothing_karpenter_needs_depends_on_a_pool(any_stack: ProgramRun) -> Non
     objects = {r.urn for r in any_stack.resources if r.type in POOL_OBJECTS}
     for urn in must_outlive_pools(any_stack):
         assert not closure(any_stack, urn) & objects
+
+
+def test_node_overlays_go_before_the_controller_and_its_crds(dev: ProgramRun) -> None:
+    overlays = dev.of_type("kubernetes:karpenter.sh/v1alpha1:NodeOverlay")
+    assert overlays, "dev's time-sliced pool has NodeOverlays"
+    needed = must_outlive_pools(dev)
+    crds = dev.one("kubernetes:helm.sh/v3:Release", "karpenter-crd")
+    for overlay in overlays:
+        deps = closure(dev, overlay.urn)
+        assert crds.urn in deps  # the CRD release serves karpenter.sh/v1alpha1 NodeOverlay
+        assert not sorted(desc for urn, desc in needed.items() if urn not in deps)
 
 
 def test_the_smoke_job_goes_before_its_pool_and_the_gpu_operator(dev: ProgramRun) -> None:

@@ -1,4 +1,5 @@
-"""Typed Karpenter v1 API (1.14.1): `karpenter.sh/v1` NodePool and `karpenter.k8s.aws/v1` EC2NodeClass.
+"""Typed Karpenter API (1.14.1): `karpenter.sh/v1` NodePool, `karpenter.k8s.aws/v1` EC2NodeClass and
+`karpenter.sh/v1alpha1` NodeOverlay.
 
 Build objects with the models, turn them into manifests with `to_manifest()`:
 
@@ -26,6 +27,12 @@ from components.karpenter_api.ec2nodeclass import (
     SecurityGroupSelectorTerm,
     SubnetSelectorTerm,
     VolumeType,
+)
+from components.karpenter_api.nodeoverlay import (
+    NodeOverlay,
+    NodeOverlayRequirement,
+    NodeOverlaySpec,
+    overlay_label_key_problem,
 )
 from components.karpenter_api.nodepool import (
     Budget,
@@ -67,6 +74,9 @@ __all__ = [
     "NodeClaimTemplateMetadata",
     "NodeClaimTemplateSpec",
     "NodeClassReference",
+    "NodeOverlay",
+    "NodeOverlayRequirement",
+    "NodeOverlaySpec",
     "NodePool",
     "NodePoolSpec",
     "NodeSelectorRequirement",
@@ -79,5 +89,6 @@ __all__ = [
     "TaintEffect",
     "VolumeType",
     "label_key_problem",
+    "overlay_label_key_problem",
     "to_manifest",
 ]

@@ -46,11 +46,15 @@ from pydantic_core import core_schema
 __all__ = [
     "INT32",
     "INT64",
+    "KARPENTER_K8S_AWS_INSTANCE_LABELS",
     "QUANTITY_PATTERN",
+    "TAINT_PART",
     "KarpenterModel",
     "LabelValue",
     "ObjectMeta",
     "Quantity",
+    "go_int",
+    "label_domain",
     "to_manifest",
 ]
 
@@ -111,6 +115,59 @@ Quantity = Annotated[str, Field(pattern=QUANTITY_PATTERN)]
 LABEL_VALUE_PATTERN: Final = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"
 LabelValue = Annotated[str, Field(max_length=63, pattern=LABEL_VALUE_PATTERN)]
 """A Kubernetes label value: at most 63 characters, alphanumeric at both ends, may be empty."""
+
+TAINT_PART: Final = (
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*(\/))?"  # split to fit the line length
+    r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$"
+)
+"""The CRDs' pattern of a qualified name (`[prefix/]name`): taint keys and values, requirement keys."""
+
+KARPENTER_K8S_AWS_INSTANCE_LABELS: Final = frozenset(
+    "karpenter.k8s.aws/" + name
+    for name in (
+        "ec2nodeclass",
+        "instance-encryption-in-transit-supported",
+        "instance-category",
+        "instance-hypervisor",
+        "instance-family",
+        "instance-generation",
+        "instance-local-nvme",
+        "instance-size",
+        "instance-cpu",
+        "instance-cpu-manufacturer",
+        "instance-cpu-sustained-clock-speed-mhz",
+        "instance-memory",
+        "instance-ebs-bandwidth",
+        "instance-network-bandwidth",
+        "instance-gpu-name",
+        "instance-gpu-manufacturer",
+        "instance-gpu-count",
+        "instance-gpu-memory",
+        "instance-accelerator-name",
+        "instance-accelerator-manufacturer",
+        "instance-accelerator-count",
+        "instance-capability-flex",
+    )
+)
+"""The `karpenter.k8s.aws` labels every Karpenter 1.14.1 CRD accepts in requirements (the NodeOverlay CRD's
+whole list; the NodePool CRD adds tenancy, capacity-reservation and placement-group labels)."""
+
+_LABEL_DOMAIN = re.compile(r"^([^/]+)")
+
+
+def label_domain(key: str) -> str:
+    """The CRDs' `key.find("^([^/]+)")`: everything before the first `/` (the whole key when it has none)."""
+    match = _LABEL_DOMAIN.search(key)
+    return match.group(0) if match else ""
+
+
+def go_int(text: str) -> int | None:
+    """`text` as CEL's `int(string)` reads it (Go `strconv.ParseInt`, base 10, 64 bit), or None."""
+    if not re.fullmatch(r"[+-]?[0-9]+", text):
+        return None
+    value = int(text)
+    return value if -(2**63) <= value < 2**63 else None
+
 
 _DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DNS_SUBDOMAIN = re.compile(rf"^{_DNS_LABEL}(\.{_DNS_LABEL})*$")

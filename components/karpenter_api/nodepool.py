@@ -19,12 +19,22 @@ CEL rules of the CRD and where they live here:
   static and dynamic (transition rule) -> API server only.
 """
 
-import re
 from typing import Annotated, Final, Literal
 
 from pydantic import AfterValidator, AwareDatetime, Field, model_validator
 
-from components.karpenter_api.common import INT32, INT64, KarpenterModel, LabelValue, ObjectMeta, Quantity
+from components.karpenter_api.common import (
+    INT32,
+    INT64,
+    KARPENTER_K8S_AWS_INSTANCE_LABELS,
+    TAINT_PART,
+    KarpenterModel,
+    LabelValue,
+    ObjectMeta,
+    Quantity,
+    go_int,
+    label_domain,
+)
 
 __all__ = [
     "Budget",
@@ -50,60 +60,27 @@ RequirementOperator = Literal["Gte", "Lte", "In", "NotIn", "Exists", "DoesNotExi
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 
 _DURATION_OR_NEVER: Final = r"^(([0-9]+(s|m|h))+|Never)$"
-_TAINT_PART: Final = (
-    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*(\/))?"  # split to fit the line length
-    r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$"
-)
 
 # ----------------------------------------------------------------------------------------------------
 # Label keys: the four CEL rules the CRD puts on template labels and on requirement keys.
 # ----------------------------------------------------------------------------------------------------
 _KARPENTER_SH_ALLOWED: Final = frozenset({"karpenter.sh/capacity-type", "karpenter.sh/nodepool"})
-_KARPENTER_K8S_AWS_ALLOWED: Final = frozenset(
+_KARPENTER_K8S_AWS_ALLOWED: Final = KARPENTER_K8S_AWS_INSTANCE_LABELS | {
     "karpenter.k8s.aws/" + name
     for name in (
         "instance-tenancy",
         "capacity-reservation-type",
         "capacity-reservation-id",
         "capacity-reservation-interruptible",
-        "ec2nodeclass",
-        "instance-encryption-in-transit-supported",
-        "instance-category",
-        "instance-hypervisor",
-        "instance-family",
-        "instance-generation",
-        "instance-local-nvme",
-        "instance-size",
-        "instance-cpu",
-        "instance-cpu-manufacturer",
-        "instance-cpu-sustained-clock-speed-mhz",
-        "instance-memory",
-        "instance-ebs-bandwidth",
-        "instance-network-bandwidth",
-        "instance-gpu-name",
-        "instance-gpu-manufacturer",
-        "instance-gpu-count",
-        "instance-gpu-memory",
-        "instance-accelerator-name",
-        "instance-accelerator-manufacturer",
-        "instance-accelerator-count",
-        "instance-capability-flex",
         "placement-group-id",
         "placement-group-partition",
     )
-)
-_DOMAIN = re.compile(r"^([^/]+)")
-
-
-def _domain(key: str) -> str:
-    """The CRD's `key.find("^([^/]+)")`: everything before the first `/` (the whole key when it has none)."""
-    match = _DOMAIN.search(key)
-    return match.group(0) if match else ""
+}
 
 
 def label_key_problem(key: str) -> str | None:
     """Why Karpenter's CRD refuses `key` as a node label or requirement key, or None when it accepts it."""
-    if key not in _KARPENTER_SH_ALLOWED and _domain(key).endswith("karpenter.sh"):
+    if key not in _KARPENTER_SH_ALLOWED and label_domain(key).endswith("karpenter.sh"):
         return (
             f"{key!r} uses the restricted label domain 'karpenter.sh'; "
             "of that domain only 'karpenter.sh/capacity-type' may be used"
@@ -114,7 +91,7 @@ def label_key_problem(key: str) -> str | None:
         )
     if key == "kubernetes.io/hostname":
         return "'kubernetes.io/hostname' is restricted: the node's hostname is not known before it launches"
-    if key not in _KARPENTER_K8S_AWS_ALLOWED and _domain(key).endswith("karpenter.k8s.aws"):
+    if key not in _KARPENTER_K8S_AWS_ALLOWED and label_domain(key).endswith("karpenter.k8s.aws"):
         return (
             f"{key!r} uses the restricted label domain 'karpenter.k8s.aws'; only the well-known labels "
             "Karpenter defines there may be used (such as 'karpenter.k8s.aws/instance-gpu-count')"
@@ -242,7 +219,7 @@ class NodeClassReference(KarpenterModel):
 class NodeSelectorRequirement(KarpenterModel):
     """A scheduling requirement on a node label, with Karpenter's optional `minValues` flexibility."""
 
-    key: Annotated[str, Field(max_length=316, pattern=_TAINT_PART), AfterValidator(_check_label_key)]
+    key: Annotated[str, Field(max_length=316, pattern=TAINT_PART), AfterValidator(_check_label_key)]
     """Label key, e.g. `karpenter.k8s.aws/instance-gpu-count` or `karpenter.sh/capacity-type`."""
     min_values: Annotated[int, Field(ge=1, le=50)] | None = Field(default=None, alias="minValues")
     """(Alpha) minimum number of distinct values of `key` the launch must stay flexible across (`In` only)."""
@@ -262,7 +239,7 @@ class NodeSelectorRequirement(KarpenterModel):
                 f"requirement on {self.key!r} with operator 'In' must list at least one value "
                 "(use 'Exists' to accept any value)"
             )
-        number = _go_int(values[0]) if len(values) == 1 else None
+        number = go_int(values[0]) if len(values) == 1 else None
         if self.operator in ("Gt", "Lt", "Gte", "Lte") and (number is None or number < 0):
             raise ValueError(
                 f"requirement on {self.key!r} with operator {self.operator!r} takes exactly one value, "
@@ -276,24 +253,16 @@ class NodeSelectorRequirement(KarpenterModel):
         return self
 
 
-def _go_int(text: str) -> int | None:
-    """`text` as CEL's `int(string)` reads it (Go `strconv.ParseInt`, base 10, 64 bit), or None."""
-    if not re.fullmatch(r"[+-]?[0-9]+", text):
-        return None
-    value = int(text)
-    return value if -(2**63) <= value < 2**63 else None
-
-
 class Taint(KarpenterModel):
     """A node taint (core `v1.Taint`)."""
 
     effect: TaintEffect
     """What happens to pods that do not tolerate the taint."""
-    key: Annotated[str, Field(min_length=1, pattern=_TAINT_PART)]
+    key: Annotated[str, Field(min_length=1, pattern=TAINT_PART)]
     """Taint key, e.g. `nvidia.com/gpu`."""
     time_added: Annotated[AwareDatetime, Field(strict=False)] | None = Field(default=None, alias="timeAdded")
     """When the taint was added (set by the system for NoExecute taints; programs normally leave it out)."""
-    value: Annotated[str, Field(pattern=_TAINT_PART)] | None = None
+    value: Annotated[str, Field(pattern=TAINT_PART)] | None = None
     """Taint value."""
 
     @classmethod

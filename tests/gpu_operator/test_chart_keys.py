@@ -40,9 +40,9 @@ def _scenarios() -> dict[str, dict[str, Any]]:
             kubernetes_version="1.31",
             operator_config=config(dcgmExporter={"serviceMonitor": True}),
         ),
-        "custom MIG, operator driver": values(
+        "custom MIG": values(
             [pool("train", instance_families=("p5",), mig_profile="h100-sevenths")],
-            operator_config=config(driverMode="operator", mig={"strategy": "mixed", "config": custom_mig}),
+            operator_config=config(mig={"strategy": "mixed", "config": custom_mig}),
         ),
         "no pools": values([]),
     }

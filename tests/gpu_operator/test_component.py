@@ -127,7 +127,7 @@ def test_every_pool_taint_is_tolerated_by_operands_and_nfd_workers(stack: str) -
     operands = values["daemonsets"]["tolerations"]
     nfd_workers = values["node-feature-discovery"]["worker"]["tolerations"]
     for pool in config.gpu_pools:
-        for taint in (*pool.effective_taints, *pool.startup_taints):
+        for taint in (*pool.effective_taints, *pool.effective_startup_taints):
             assert tolerates(operands, taint), (pool.name, taint)
             assert tolerates(nfd_workers, taint), (pool.name, taint)
 
@@ -172,14 +172,18 @@ def test_dev_time_slicing_has_its_device_plugin_config_entry(dev: ProgramRun) ->
     config = _values(dev)["devicePlugin"]["config"]
     assert config["create"] is True
     assert config["default"] == DEVICE_PLUGIN_DEFAULT_CONFIG
-    assert set(config["data"]) == {DEVICE_PLUGIN_DEFAULT_CONFIG, label}
+    assert {DEVICE_PLUGIN_DEFAULT_CONFIG, label} <= set(config["data"])
     entry = yaml.safe_load(config["data"][label])
     assert entry["sharing"]["timeSlicing"]["resources"] == [{"name": "nvidia.com/gpu", "replicas": 4}]
     assert "sharing" not in yaml.safe_load(config["data"][DEVICE_PLUGIN_DEFAULT_CONFIG])
 
 
-def test_prod_has_no_device_plugin_config(prod: ProgramRun) -> None:
-    assert "config" not in _values(prod)["devicePlugin"]
+def test_prod_nodes_use_the_default_device_plugin_config(prod: ProgramRun) -> None:
+    config = _values(prod)["devicePlugin"]["config"]
+    assert config["default"] == DEVICE_PLUGIN_DEFAULT_CONFIG
+    assert "sharing" not in yaml.safe_load(config["data"][DEVICE_PLUGIN_DEFAULT_CONFIG])
+    for pool in _config("prod").gpu_pools:
+        assert DEVICE_PLUGIN_CONFIG_LABEL not in pool_node_labels(pool.gpu_profile())
 
 
 @pytest.mark.parametrize("stack", STACKS)

@@ -45,7 +45,7 @@ def test_camel_case_keys() -> None:
         {
             "version": "v26.7.1",
             "namespace": "nvidia",
-            "driverMode": "operator",
+            "driverMode": "preinstalled",
             "dcgmExporter": {"enabled": True, "serviceMonitor": True},
             "mig": {
                 "strategy": "mixed",
@@ -60,7 +60,7 @@ def test_camel_case_keys() -> None:
             "timeoutSeconds": 1200,
         }
     )
-    assert config.driver_mode == "operator"
+    assert config.driver_mode == "preinstalled"
     assert config.dcgm_exporter.service_monitor is True
     assert config.mig.config is not None
     first = config.mig.config["split-half"][0]

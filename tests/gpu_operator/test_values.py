@@ -41,7 +41,6 @@ def _switches(v: dict[str, Any]) -> tuple[bool, bool, bool, bool]:
         (("bottlerocket",), "auto", (False, False, False, False)),
         (("bottlerocket", "bottlerocket"), "preinstalled", (False, False, False, False)),
         (("al2023", "bottlerocket"), "auto", (False, False, True, True)),
-        (("al2023",), "operator", (True, True, True, True)),
         ((), "auto", (False, False, True, True)),
     ],
 )
@@ -54,11 +53,10 @@ def test_operand_switches_per_ami_family(
     assert v["nfd"] == {"enabled": True}
 
 
-def test_bottlerocket_pools_opt_out_of_the_operator_device_plugin_and_mig_manager() -> None:
-    assert pool_node_labels(pool("br", "bottlerocket")) == {
-        "nvidia.com/gpu.deploy.device-plugin": "false",
-        "nvidia.com/gpu.deploy.mig-manager": "false",
-    }
+def test_bottlerocket_pools_keep_every_operand_off_their_nodes() -> None:
+    # The one deploy label the operator never removes (facts.gpu_operator.DEPLOY_OPERANDS_LABEL): the
+    # per-operand ones are deleted from a new node before NFD labels it.
+    assert pool_node_labels(pool("br", "bottlerocket")) == {"nvidia.com/gpu.deploy.operands": "false"}
     assert pool_node_labels(pool("al", "al2023")) == {}
 
 
@@ -66,9 +64,9 @@ def test_mixed_families_with_time_slicing_on_al2023() -> None:
     pools = [pool("shared", "al2023", time_slicing_replicas=4), pool("br", "bottlerocket")]
     v = values(pools)
     assert v["devicePlugin"]["enabled"] is True
-    assert set(v["devicePlugin"]["config"]["data"]) == {"default", "time-slicing-4"}
+    assert {"default", "time-slicing-4"} <= set(v["devicePlugin"]["config"]["data"])
     assert pool_node_labels(pools[0]) == {"nvidia.com/device-plugin.config": "time-slicing-4"}
-    assert pool_node_labels(pools[1])["nvidia.com/gpu.deploy.device-plugin"] == "false"
+    assert pool_node_labels(pools[1])["nvidia.com/gpu.deploy.operands"] == "false"
 
 
 def test_time_slicing_on_bottlerocket_is_refused() -> None:
@@ -85,14 +83,6 @@ def test_mig_on_bottlerocket_is_refused() -> None:
         UnsupportedPoolError, match=r"'br-mig' \(bottlerocket\) asks for MIG profile 'all-1g.10gb'"
     ):
         values([br])
-
-
-def test_operator_driver_mode_is_refused_with_bottlerocket_pools() -> None:
-    pools = [pool("al", "al2023"), pool("br-a", "bottlerocket"), pool("br-b", "bottlerocket")]
-    with pytest.raises(
-        UnsupportedPoolError, match="driverMode is operator, but GPU pools br-a, br-b use Bottlerocket"
-    ):
-        values(pools, operator_config=config(driverMode="operator"))
 
 
 def test_errors_are_value_errors() -> None:
@@ -211,7 +201,8 @@ def test_time_slicing_entries_and_labels() -> None:
         "name": DEVICE_PLUGIN_CONFIGMAP,
         "default": "default",
     }
-    assert list(plugin_config["data"]) == ["default", "time-slicing-4", "time-slicing-8"]
+    # Every replica count a pool may ask for has its entry, whatever the pools ask for now.
+    assert list(plugin_config["data"]) == ["default"] + [f"time-slicing-{n}" for n in range(2, 65)]
     parsed = {name: yaml.safe_load(text) for name, text in plugin_config["data"].items()}
     assert parsed["default"] == {"version": "v1", "flags": {"migStrategy": "single"}}
     for replicas in (4, 8):
@@ -238,8 +229,13 @@ def test_time_slicing_entries_and_labels() -> None:
     )
 
 
-def test_no_device_plugin_config_without_time_slicing() -> None:
-    assert values([pool("plain")])["devicePlugin"] == {"enabled": True}
+def test_device_plugin_config_does_not_depend_on_the_pools() -> None:
+    # Removing timeSlicing from the last pool (or changing its replicas) must not remove an entry that
+    # nodes launched before the change still select.
+    sliced = values([pool("shared", time_slicing_replicas=4)])["devicePlugin"]
+    assert values([pool("plain")])["devicePlugin"] == sliced
+    assert values([])["devicePlugin"] == sliced
+    assert "config" not in values([pool("br", "bottlerocket")])["devicePlugin"]
 
 
 @pytest.mark.parametrize("replicas", [0, 1, 65])
@@ -314,7 +310,7 @@ def test_all_balanced_with_mixed_strategy() -> None:
 
 def test_time_slicing_of_mig_devices_needs_single_strategy() -> None:
     both = pool("mig-shared", instance_families=("p5",), mig_profile="all-1g.10gb", time_slicing_replicas=2)
-    assert values([both])["devicePlugin"]["config"]["data"].keys() == {"default", "time-slicing-2"}
+    assert "time-slicing-2" in values([both])["devicePlugin"]["config"]["data"]
     with pytest.raises(MigProfileError, match=r"needs mig\.strategy single"):
         values([both], operator_config=config(mig={"strategy": "mixed"}))
 
@@ -397,7 +393,9 @@ def test_extra_values_deep_merged_last() -> None:
     cfg = config(extraValues=extra)
     snapshot = copy.deepcopy(cfg.extra_values)
     v = values([pool("al")], operator_config=cfg)
-    assert v["devicePlugin"] == {"enabled": True, "resources": {"limits": {"memory": "256Mi"}}}
+    assert v["devicePlugin"]["resources"] == {"limits": {"memory": "256Mi"}}
+    assert v["devicePlugin"]["enabled"] is True
+    assert v["devicePlugin"]["config"]["name"] == DEVICE_PLUGIN_CONFIGMAP
     assert v["daemonsets"]["tolerations"] == [{"operator": "Exists"}]
     assert v["gfd"] == {"enabled": False}
     assert v["operator"]["nodeSelector"] == {**SYSTEM_SELECTOR, "team": "platform"}

@@ -1,4 +1,5 @@
-"""A realistic GPU node class and node pool, built through the models: the fixtures every test starts from."""
+"""A realistic GPU node class, node pool and node overlay, built through the models: the fixtures every test
+starts from."""
 
 from components.karpenter_api import (
     AMISelectorTerm,
@@ -12,6 +13,9 @@ from components.karpenter_api import (
     NodeClaimTemplate,
     NodeClaimTemplateMetadata,
     NodeClaimTemplateSpec,
+    NodeOverlay,
+    NodeOverlayRequirement,
+    NodeOverlaySpec,
     NodePool,
     NodePoolSpec,
     NodeSelectorRequirement,
@@ -94,5 +98,26 @@ def gpu_node_pool(node_class: EC2NodeClass | None = None) -> NodePool:
                     expire_after="336h",
                 ),
             ),
+        ),
+    )
+
+
+def gpu_node_overlay() -> NodeOverlay:
+    """The `gpu` pool's 1-GPU instance types time-sliced 4 ways: 4 `nvidia.com/gpu` each, 10% cheaper."""
+    return NodeOverlay(
+        metadata=ObjectMeta(name="gpu-1gpu", labels={"app.kubernetes.io/part-of": "gpu-eks"}),
+        spec=NodeOverlaySpec(
+            requirements=[
+                NodeOverlayRequirement(key="karpenter.sh/nodepool", operator="In", values=["gpu"]),
+                NodeOverlayRequirement(
+                    key="karpenter.k8s.aws/instance-gpu-count", operator="In", values=["1"]
+                ),
+                NodeOverlayRequirement(
+                    key="karpenter.k8s.aws/instance-gpu-memory", operator="Gte", values=["1"]
+                ),
+            ],
+            capacity={"nvidia.com/gpu": "4"},
+            price_adjustment="-10%",
+            weight=1000,
         ),
     )

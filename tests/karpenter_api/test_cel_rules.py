@@ -1,4 +1,5 @@
-"""A negative case per CEL rule of the NodePool and EC2NodeClass CRDs, for the API server and the models.
+"""A negative case per CEL rule of the NodePool, EC2NodeClass and NodeOverlay CRDs, for the API server and
+the models.
 
 Each case breaks the valid GPU example in one place. The offline API server (`crd_check`) must refuse it *by
 that rule*, and the pydantic model must refuse it with a message naming the problem. A coverage test compares
@@ -14,8 +15,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from components.karpenter_api import EC2NodeClass, NodePool, to_manifest
-from tests.karpenter_api.examples import gpu_node_class, gpu_node_pool
+from components.karpenter_api import EC2NodeClass, NodeOverlay, NodePool, to_manifest
+from tests.karpenter_api.examples import gpu_node_class, gpu_node_overlay, gpu_node_pool
 from tests.support.crd_check import Rule, check, rules
 
 Manifest = dict[str, Any]
@@ -23,11 +24,18 @@ Change = Callable[[Manifest], None]
 
 NODE_POOL = ("karpenter.sh/v1", "NodePool")
 NODE_CLASS = ("karpenter.k8s.aws/v1", "EC2NodeClass")
+NODE_OVERLAY = ("karpenter.sh/v1alpha1", "NodeOverlay")
+CRDS = (NODE_POOL, NODE_CLASS, NODE_OVERLAY)
 _BASES: dict[tuple[str, str], Manifest] = {
     NODE_POOL: to_manifest(gpu_node_pool()),
     NODE_CLASS: to_manifest(gpu_node_class()),
+    NODE_OVERLAY: to_manifest(gpu_node_overlay()),
 }
-_MODELS: dict[tuple[str, str], type[BaseModel]] = {NODE_POOL: NodePool, NODE_CLASS: EC2NodeClass}
+_MODELS: dict[tuple[str, str], type[BaseModel]] = {
+    NODE_POOL: NodePool,
+    NODE_CLASS: EC2NodeClass,
+    NODE_OVERLAY: NodeOverlay,
+}
 
 
 @dataclass(frozen=True)
@@ -121,6 +129,13 @@ def _label(key: str) -> Change:
 def _requirement(requirement: dict[str, Any]) -> Change:
     def change(manifest: Manifest) -> None:
         manifest["spec"]["template"]["spec"]["requirements"].append(requirement)
+
+    return change
+
+
+def _overlay_requirement(requirement: dict[str, Any]) -> Change:
+    def change(manifest: Manifest) -> None:
+        manifest["spec"]["requirements"].append(requirement)
 
     return change
 
@@ -643,11 +658,70 @@ NODE_CLASS_CASES = [
     ),
 ]
 
-CASES = NODE_POOL_CASES + NODE_CLASS_CASES
+OV_REQ = "spec.requirements"
+NODE_OVERLAY_CASES = [
+    Case(
+        NODE_OVERLAY,
+        "spec.capacity",
+        "invalid resource restricted",
+        _set("spec.capacity", {"nvidia.com/gpu": "4", "memory": "1Gi"}),
+        "capacity may not set memory",
+    ),
+    Case(
+        NODE_OVERLAY,
+        f"{OV_REQ}[*].key",
+        'label domain "karpenter.sh" is restricted',
+        _overlay_requirement({"key": "karpenter.sh/nodeclaim", "operator": "Exists"}),
+        "uses the restricted label domain 'karpenter.sh'",
+    ),
+    Case(
+        NODE_OVERLAY,
+        f"{OV_REQ}[*].key",
+        'label "kubernetes.io/hostname" is restricted',
+        _overlay_requirement({"key": "kubernetes.io/hostname", "operator": "In", "values": ["ip-10-0-0-1"]}),
+        "'kubernetes.io/hostname' is restricted",
+    ),
+    Case(
+        NODE_OVERLAY,
+        f"{OV_REQ}[*].key",
+        'label domain "karpenter.k8s.aws" is restricted',
+        # A NodePool may select on it; the NodeOverlay CRD's list of karpenter.k8s.aws labels is shorter.
+        _overlay_requirement({"key": "karpenter.k8s.aws/instance-tenancy", "operator": "Exists"}),
+        "uses the restricted label domain 'karpenter.k8s.aws'",
+    ),
+    Case(
+        NODE_OVERLAY,
+        OV_REQ,
+        "requirements with operator 'NotIn' must have a value defined",
+        _overlay_requirement({"key": "karpenter.k8s.aws/instance-family", "operator": "NotIn", "values": []}),
+        "with operator 'NotIn' must list at least one value",
+    ),
+    Case(
+        NODE_OVERLAY,
+        OV_REQ,
+        "requirements with operator 'In' must have a value defined",
+        _set(f"{OV_REQ}.1.values", []),
+        "with operator 'In' must list at least one value",
+    ),
+    Case(
+        NODE_OVERLAY,
+        OV_REQ,
+        "requirements operator 'Gt', 'Lt', 'Gte' or 'Lte' must have a single positive integer value",
+        _set(f"{OV_REQ}.2.values", ["-1"]),
+        "with operator 'Gte' takes exactly one value",
+    ),
+    Case(
+        NODE_OVERLAY,
+        "spec",
+        "cannot set both 'price' and 'priceAdjustment'",
+        _set("spec.price", "1.5"),
+        "set 'price' or 'priceAdjustment', not both",
+    ),
+]
+
+CASES = NODE_POOL_CASES + NODE_CLASS_CASES + NODE_OVERLAY_CASES
 _RULES: dict[tuple[str, str, str, str], Rule] = {
-    (r.api_version, r.kind, r.schema_path, r.message): r
-    for crd in (NODE_POOL, NODE_CLASS)
-    for r in rules(*crd)
+    (r.api_version, r.kind, r.schema_path, r.message): r for crd in CRDS for r in rules(*crd)
 }
 
 
@@ -659,8 +733,8 @@ def _case_id(case: Case) -> str:
 # Coverage
 # --------------------------------------------------------------------------------------------------------
 def test_rules_are_identified_uniquely_by_path_and_message() -> None:
-    all_rules = [r for crd in (NODE_POOL, NODE_CLASS) for r in rules(*crd)]
-    assert len(_RULES) == len(all_rules) == 74
+    all_rules = [r for crd in CRDS for r in rules(*crd)]
+    assert len(_RULES) == len(all_rules) == 82
 
 
 def test_every_crd_rule_has_exactly_one_negative_case() -> None:
@@ -797,6 +871,62 @@ def test_only_transition_rules_lack_a_model_validator() -> None:
             True,
             id="array-level-max-length-on-values-is-ignored",
         ),
+        pytest.param(
+            NODE_OVERLAY,
+            _overlay_requirement({"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}),
+            True,
+            id="overlay-may-select-capacity-type",
+        ),
+        pytest.param(
+            NODE_OVERLAY,
+            _overlay_requirement({"key": "kubernetes.io/os", "operator": "NotIn"}),
+            False,
+            id="overlay-not-in-without-values-key-is-refused",
+        ),
+        pytest.param(
+            NODE_OVERLAY,
+            _overlay_requirement({"key": "kubernetes.io/os", "operator": "Matches", "values": ["linux"]}),
+            False,
+            id="overlay-operator-outside-the-enum-is-refused",
+        ),
+        pytest.param(
+            NODE_OVERLAY,
+            _overlay_requirement({"key": "gpu-eks.io/pool", "operator": "DoesNotExist"}),
+            True,
+            id="overlay-may-select-a-pool-label",
+        ),
+        pytest.param(NODE_OVERLAY, _set("spec.weight", 0), False, id="overlay-weight-below-1-is-refused"),
+        pytest.param(NODE_OVERLAY, _set("spec.weight", 10000), True, id="overlay-weight-10000-is-allowed"),
+        pytest.param(
+            NODE_OVERLAY, _set("spec.weight", 10001), False, id="overlay-weight-above-10000-is-refused"
+        ),
+        pytest.param(NODE_OVERLAY, _delete("spec.weight"), True, id="overlay-weight-may-be-left-out"),
+        pytest.param(
+            NODE_OVERLAY, _set("spec.priceAdjustment", "-100%"), True, id="price-adjustment-minus-100-percent"
+        ),
+        pytest.param(
+            NODE_OVERLAY,
+            _set("spec.priceAdjustment", "-100.5%"),
+            False,
+            id="price-adjustment-below-minus-100",
+        ),
+        pytest.param(
+            NODE_OVERLAY, _set("spec.priceAdjustment", "+150%"), True, id="price-adjustment-plus-150-percent"
+        ),
+        pytest.param(
+            NODE_OVERLAY,
+            _all(_delete("spec.priceAdjustment"), _set("spec.price", "-1")),
+            False,
+            id="negative-price-is-refused",
+        ),
+        pytest.param(
+            NODE_OVERLAY, _set("spec.capacity", {"nvidia.com/gpu": 4}), True, id="capacity-as-an-integer"
+        ),
+        pytest.param(
+            NODE_OVERLAY, _set("spec.capacity", {"nvidia.com/gpu": "4x"}), False, id="capacity-not-a-quantity"
+        ),
+        pytest.param(NODE_OVERLAY, _set("spec.requirements", []), True, id="overlay-for-every-simulation"),
+        pytest.param(NODE_OVERLAY, _delete("spec.requirements"), False, id="overlay-requirements-required"),
     ],
 )
 def test_model_and_api_server_agree_on_edge_cases(

@@ -40,8 +40,12 @@ def _template(manifest: dict[str, Any]) -> dict[str, Any]:
     return spec
 
 
-def test_serves_the_two_kinds_we_write() -> None:
-    assert {("karpenter.sh/v1", "NodePool"), ("karpenter.k8s.aws/v1", "EC2NodeClass")} <= set(served())
+def test_serves_the_kinds_we_write() -> None:
+    assert {
+        ("karpenter.sh/v1", "NodePool"),
+        ("karpenter.k8s.aws/v1", "EC2NodeClass"),
+        ("karpenter.sh/v1alpha1", "NodeOverlay"),
+    } <= set(served())
 
 
 def test_unknown_kind_is_refused() -> None:
@@ -64,11 +68,13 @@ def test_a_function_outside_the_supported_set_is_detected() -> None:
 
 
 def test_counts_the_rules_of_the_crds() -> None:
-    node_pool, node_class = (
+    node_pool, node_class, node_overlay = (
         rules("karpenter.sh/v1", "NodePool"),
         rules("karpenter.k8s.aws/v1", "EC2NodeClass"),
+        rules("karpenter.sh/v1alpha1", "NodeOverlay"),
     )
-    assert (len(node_pool), len(node_class)) == (20, 54)
+    assert (len(node_pool), len(node_class), len(node_overlay)) == (20, 54, 8)
+    assert not any(r.transition for r in node_overlay)
     assert [r.schema_path for r in node_pool if r.transition] == [
         "spec",
         "spec.template.spec.nodeClassRef",

@@ -16,19 +16,30 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
-from components.karpenter_api import EC2NodeClass, KarpenterModel, NodePool, common, ec2nodeclass, nodepool
-from tests.support.crd_check import CRD_DIR
+from components.karpenter_api import (
+    EC2NodeClass,
+    KarpenterModel,
+    NodeOverlay,
+    NodePool,
+    common,
+    ec2nodeclass,
+    nodeoverlay,
+    nodepool,
+)
+from tests.support.crd_check import CRD_DIR, rules
 
 Schema = Mapping[str, Any]
 
 _CASES = [
     pytest.param(NodePool, "karpenter.sh_nodepools.yaml", id="NodePool"),
     pytest.param(EC2NodeClass, "karpenter.k8s.aws_ec2nodeclasses.yaml", id="EC2NodeClass"),
+    pytest.param(NodeOverlay, "karpenter.sh_nodeoverlays.yaml", id="NodeOverlay"),
 ]
 _BOUNDS = ("pattern", "maxLength", "minLength", "minimum", "maximum", "minItems", "maxItems", "maxProperties")
 _IGNORED_BY_THE_API_SERVER = {
     # String keywords the CRD writes on an *array*; validation keywords apply to their own type only.
     ("NodePool", "spec.template.spec.requirements[*].values"): {"maxLength", "pattern"},
+    ("NodeOverlay", "spec.requirements[*].values"): {"maxLength", "pattern"},
 }
 _LEFT_OUT = {"status"}
 
@@ -36,8 +47,8 @@ _LEFT_OUT = {"status"}
 @functools.cache
 def _crd(file: str) -> tuple[str, Schema]:
     doc = yaml.load((CRD_DIR / file).read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    (version,) = [v for v in doc["spec"]["versions"] if v["name"] == "v1"]
-    return f"{doc['spec']['group']}/v1", version["schema"]["openAPIV3Schema"]
+    (version,) = [v for v in doc["spec"]["versions"] if v["served"]]
+    return f"{doc['spec']['group']}/{version['name']}", version["schema"]["openAPIV3Schema"]
 
 
 class _Walker:
@@ -168,10 +179,10 @@ def test_the_walk_reached_every_spec_path_of_the_crd(model: type[BaseModel], fil
     _, crd = _crd(file)
     expected = {p for p in _crd_paths(crd) if p.startswith("spec")}
     assert set(_walk(model, file).paths) == expected
-    assert len(expected) > 40
+    assert len(expected) > (10 if model is NodeOverlay else 40)
 
 
-@pytest.mark.parametrize("module", [common, nodepool, ec2nodeclass])
+@pytest.mark.parametrize("module", [common, nodepool, ec2nodeclass, nodeoverlay])
 def test_python_names_are_snake_case_and_keys_are_aliases(module: object) -> None:
     models = [
         value
@@ -193,5 +204,29 @@ def test_known_schema_oddities_still_exist() -> None:
     values = crd["properties"]["spec"]["properties"]["template"]["properties"]["spec"]["properties"][
         "requirements"
     ]["items"]["properties"]["values"]
-    assert values["type"] == "array"
-    assert {"maxLength", "pattern"} <= set(values)
+    _, overlay_crd = _crd("karpenter.sh_nodeoverlays.yaml")
+    overlay_values = overlay_crd["properties"]["spec"]["properties"]["requirements"]["items"]["properties"][
+        "values"
+    ]
+    for node in (values, overlay_values):
+        assert node["type"] == "array"
+        assert {"maxLength", "pattern"} <= set(node)
+
+
+@pytest.mark.parametrize(
+    ("module", "api_version", "kind", "path"),
+    [
+        (nodepool, "karpenter.sh/v1", "NodePool", "spec.template.spec.requirements[*].key"),
+        (nodepool, "karpenter.sh/v1", "NodePool", "spec.template.metadata.labels"),
+        (nodeoverlay, "karpenter.sh/v1alpha1", "NodeOverlay", "spec.requirements[*].key"),
+    ],
+)
+def test_allowed_label_lists_are_the_crds(module: Any, api_version: str, kind: str, path: str) -> None:
+    """The label lists the CEL rules allow in Karpenter's domains, as each model holds them."""
+    lists = {}
+    for rule in rules(api_version, kind):
+        match = re.match(r"^self(\.all\(x, x)? in \[(?P<items>[^\]]*)\]", rule.rule)
+        if rule.schema_path == path and match and "restricted" in rule.message:
+            lists[rule.message] = {item.strip().strip('"') for item in match["items"].split(",")}
+    assert lists['label domain "karpenter.k8s.aws" is restricted'] == module._KARPENTER_K8S_AWS_ALLOWED
+    assert lists['label domain "karpenter.sh" is restricted'] == module._KARPENTER_SH_ALLOWED

@@ -74,9 +74,29 @@ def test_a_cpu_pool_has_no_gpu_taint() -> None:
         ),
         (
             pool(
-                taints=[{"key": "nvidia.com/gpu", "value": "true"}], startupTaints=[{"key": "nvidia.com/gpu"}]
+                instanceFamilies=["p5"],
+                mig={"profile": "all-1g.10gb"},
+                taints=[{"key": "gpu-eks.io/mig-pending", "value": "true"}],
             ),
-            "gpu-eks:nodePools[0]: taint nvidia.com/gpu is in both taints and startupTaints",
+            "gpu-eks:nodePools[0]: taint gpu-eks.io/mig-pending is in both taints and startupTaints",
+        ),
+        (
+            pool(startupTaints=[{"key": "node.cilium.io/agent-not-ready", "effect": "NoExecute"}]),
+            "gpu-eks:nodePools[0].startupTaints[0].key = 'node.cilium.io/agent-not-ready': nothing in the "
+            "stack removes this taint, so Karpenter would never initialize the nodes",
+        ),
+        (
+            pool(startupTaints=[{"key": "gpu-eks.io/mig-pending", "value": "true"}]),
+            "gpu-eks:nodePools[0].startupTaints[0].key = 'gpu-eks.io/mig-pending': the GPU node guard "
+            "removes gpu-eks.io/mig-pending from MIG pools only, and this pool has no mig",
+        ),
+        (
+            pool(labels={"nvidia.com/mig.config.state": "success"}),
+            "gpu-eks:nodePools[0].labels: nvidia.com/mig.config.state: nvidia.com/ labels are set by gpu-eks",
+        ),
+        (
+            pool(initializationTimeout="5m"),
+            "gpu-eks:nodePools[0].initializationTimeout = '5m': must be at least 10m",
         ),
         (
             pool(disruption={"consolidationPolicy": "WhenUnderutilized", "consolidateAfter": "5m"}),

@@ -10,6 +10,7 @@ from components.node_pools import POOL_LABEL, plan, requirements
 from config.errors import ConfigError
 from config.node_pools import NodePoolConfig
 from config.stack import parse_stack_config
+from facts.bottlerocket import ACCEPTS_VISIBLE_DEVICES_ENVVAR_UNPRIVILEGED
 from tests.helpers import config
 from tests.support.crd_check import validate
 
@@ -39,7 +40,14 @@ BOTTLEROCKET: dict[str, Any] = {
     "instanceTypes": ["g6.xlarge", "g6.2xlarge"],
     "ami": "bottlerocket@v1.40.0",
     "limits": {"nvidia.com/gpu": "4"},
-    "startupTaints": [{"key": "example.com/warming", "effect": "NoSchedule"}],
+}
+MIG: dict[str, Any] = {
+    "name": "gpu-mig",
+    "instanceFamilies": ["p5"],
+    "limits": {"nvidia.com/gpu": "56"},
+    "mig": {"profile": "all-1g.10gb"},
+    # Repeating the gate is accepted (it is the one startup taint gpu-eks removes); it is not doubled.
+    "startupTaints": [{"key": "gpu-eks.io/mig-pending", "value": "true"}],
 }
 RESERVED: dict[str, Any] = {
     "name": "gpu-reserved",
@@ -55,7 +63,7 @@ CPU: dict[str, Any] = {
     "capacityTypes": ["spot"],
     "limits": {"cpu": "128"},
 }
-ALL = [INFERENCE, TRAINING, BOTTLEROCKET, RESERVED, CPU]
+ALL = [INFERENCE, TRAINING, BOTTLEROCKET, RESERVED, CPU, MIG]
 
 
 def pools(*raw: dict[str, Any]) -> list[NodePoolConfig]:
@@ -81,7 +89,7 @@ def _requirement(pool: dict[str, Any], key: str) -> list[dict[str, Any]]:
     return [r for r in node_pool["spec"]["template"]["spec"]["requirements"] if r["key"] == key]
 
 
-@pytest.mark.parametrize("raw", [INFERENCE, TRAINING, BOTTLEROCKET, RESERVED], ids=lambda p: p["name"])
+@pytest.mark.parametrize("raw", [INFERENCE, TRAINING, BOTTLEROCKET, RESERVED, MIG], ids=lambda p: p["name"])
 def test_gpu_pools_always_require_gpus_from_nvidia(raw: dict[str, Any]) -> None:
     assert _requirement(raw, "karpenter.k8s.aws/instance-gpu-count") == [
         {"key": "karpenter.k8s.aws/instance-gpu-count", "operator": "Gt", "values": ["0"]}
@@ -139,13 +147,22 @@ def test_bottlerocket_sizes_the_data_volume() -> None:
     ]
     assert all(d["ebs"]["encrypted"] for d in devices)
     node_pool = manifests(BOTTLEROCKET)[1]
-    assert node_pool["spec"]["template"]["spec"]["startupTaints"] == [
-        {"effect": "NoSchedule", "key": "example.com/warming"}
+    assert "startupTaints" not in node_pool["spec"]["template"]["spec"]
+    # Bottlerocket ships its own device plugin, and the validator cannot finish there: no operand runs.
+    assert node_pool["spec"]["template"]["metadata"]["labels"]["nvidia.com/gpu.deploy.operands"] == "false"
+    # Bottlerocket already ignores NVIDIA_VISIBLE_DEVICES from unprivileged pods: no user data of ours.
+    assert ACCEPTS_VISIBLE_DEVICES_ENVVAR_UNPRIVILEGED is False
+    assert "userData" not in manifests(BOTTLEROCKET)[0]["spec"]
+
+
+def test_mig_pools_start_with_the_mig_gate() -> None:
+    node_pool = manifests(MIG)[1]["spec"]["template"]
+    assert node_pool["spec"]["startupTaints"] == [
+        {"effect": "NoSchedule", "key": "gpu-eks.io/mig-pending", "value": "true"}
     ]
-    # Bottlerocket ships its own device plugin: the operator's stays off on these nodes.
-    assert (
-        node_pool["spec"]["template"]["metadata"]["labels"]["nvidia.com/gpu.deploy.device-plugin"] == "false"
-    )
+    assert node_pool["metadata"]["labels"]["nvidia.com/mig.config"] == "all-1g.10gb"
+    # Pods tolerate the pool's taints, never the gate (consumers get tolerations for taints only).
+    assert node_pool["spec"]["taints"] == [{"effect": "NoSchedule", "key": "nvidia.com/gpu", "value": "true"}]
 
 
 def test_time_slicing_selects_the_device_plugin_config() -> None:

@@ -1,0 +1,84 @@
+"""GpuNodeGuard: the controller that lifts the MIG startup taint once the GPUs are partitioned and deletes GPU
+NodeClaims that never initialize (`guard.py`), deployed on the system nodes.
+
+The objects come from `manifests.manifests` (pure, tested); this component registers them with the cluster's
+provider, after the Karpenter CRDs (the guard lists NodeClaims), so `pulumi destroy` removes it before them.
+"""
+
+from collections.abc import Sequence
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.cluster import SYSTEM_NODE_SELECTOR
+from components.gpu_node_guard.manifests import manifests
+from config.gpu_node_guard import GpuNodeGuardConfig
+from config.node_pools import NodePoolConfig
+
+_RESOURCES: dict[str, Any] = {
+    "Namespace": k8s.core.v1.Namespace,
+    "ServiceAccount": k8s.core.v1.ServiceAccount,
+    "ClusterRole": k8s.rbac.v1.ClusterRole,
+    "ClusterRoleBinding": k8s.rbac.v1.ClusterRoleBinding,
+    "Role": k8s.rbac.v1.Role,
+    "RoleBinding": k8s.rbac.v1.RoleBinding,
+    "ConfigMap": k8s.core.v1.ConfigMap,
+    "Deployment": k8s.apps.v1.Deployment,
+    "Service": k8s.core.v1.Service,
+}
+_ARGUMENTS = {
+    "immutable": "immutable",
+    "metadata": "metadata",
+    "spec": "spec",
+    "rules": "rules",
+    "data": "data",
+    "subjects": "subjects",
+    "roleRef": "role_ref",
+}
+
+
+class GpuNodeGuard(pulumi.ComponentResource):
+    """Namespace, RBAC, ConfigMap, Deployment and metrics Service of the GPU node guard."""
+
+    deployment: k8s.apps.v1.Deployment
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        config: GpuNodeGuardConfig,
+        pools: Sequence[NodePoolConfig],
+        provider: k8s.Provider,
+        depends_on: Sequence[pulumi.Resource],
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        """`depends_on`: the Karpenter CRD release (NodeClaims must be an API before the guard lists them)."""
+        super().__init__("gpu-eks:gpu_node_guard:GpuNodeGuard", name, None, opts)
+        created: list[pulumi.Resource] = []
+        namespace: pulumi.Output[str] | None = None
+        for manifest in manifests(pools, config, system_node_selector=SYSTEM_NODE_SELECTOR):
+            kind = manifest["kind"]
+            arguments = {_ARGUMENTS[k]: v for k, v in manifest.items() if k in _ARGUMENTS}
+            if namespace is not None and manifest["metadata"].get("namespace") == config.namespace:
+                # Through the Namespace's Output: created after it, deleted before it.
+                arguments["metadata"] = {**manifest["metadata"], "namespace": namespace}
+            resource = _RESOURCES[kind](
+                f"{name}-{kind.lower()}" + ("-events" if kind in ("Role", "RoleBinding") else ""),
+                **arguments,
+                opts=pulumi.ResourceOptions(
+                    parent=self,
+                    provider=provider,
+                    # The Deployment starts after everything it uses (RBAC, ConfigMap) and the CRDs exist.
+                    depends_on=[*depends_on, *created] if kind == "Deployment" else list(depends_on),
+                    # Named objects: a replacement (new namespace, selector, roleRef) must delete the old one
+                    # first. The ConfigMap is named after its content, so it is created before the old goes.
+                    delete_before_replace=kind != "ConfigMap",
+                ),
+            )
+            if kind == "Namespace":
+                namespace = resource.metadata.name
+            created.append(resource)
+            if kind == "Deployment":
+                self.deployment = resource
+        self.register_outputs({"namespace": namespace})

@@ -1,0 +1,62 @@
+"""The `gpu-eks:gpuNodeGuard` section: the controller that lifts the MIG startup taint and deletes GPU nodes
+that never become usable (`components/gpu_node_guard/`)."""
+
+import re
+
+from pydantic import Field, field_validator
+
+from config.base import ConfigModel
+from config.types import DurationOrNever, KubernetesName, duration_seconds
+
+DEFAULT_IMAGE = (
+    "gcr.io/distroless/python3-debian13:nonroot"
+    "@sha256:4376456c1d8520c9d464f2c475465850efaecabf9a190ff24d4a0eef2b884bea"
+)
+"""Distroless Python 3.13 (Debian 13), non-root, multi-arch index digest. Source of the digest: a pull
+recorded in raiyan10/maops-docker-platform `docs/build-security.md` @ f7c7e20348c71480328d22ee8919b42747534e3b
+(August 2026); not pulled from here. The guard needs only the standard library and `python3` on PATH."""
+
+DEFAULT_INITIALIZATION_TIMEOUT = "20m"
+MIN_INITIALIZATION_TIMEOUT_SECONDS = 10 * 60
+"""A GPU node needs a few minutes to boot, pull the operator images and register its GPUs, a MIG node a reboot
+more: below 10 minutes the guard would delete healthy nodes."""
+
+_DIGEST_PINNED = re.compile(r"[^\s@]+@sha256:[0-9a-f]{64}")
+
+
+def check_initialization_timeout(value: str) -> str:
+    """`Never`, or a duration of at least `MIN_INITIALIZATION_TIMEOUT_SECONDS`."""
+    if value != "Never" and duration_seconds(value) < MIN_INITIALIZATION_TIMEOUT_SECONDS:
+        raise ValueError(
+            "must be at least 10m (a healthy GPU node takes minutes to boot, pull images and register its "
+            "GPUs; a MIG node reboots once more), or Never to turn the deletion off"
+        )
+    return value
+
+
+class GpuNodeGuardConfig(ConfigModel):
+    """`gpu-eks:gpuNodeGuard`: a small controller on the system nodes, installed with any GPU pool."""
+
+    initialization_timeout: DurationOrNever = DEFAULT_INITIALIZATION_TIMEOUT
+    """How long a launched GPU NodeClaim may stay uninitialized (no `nvidia.com/gpu` allocatable, or a startup
+    taint left) before the guard deletes it, so Karpenter launches a fresh node instead of billing a stuck one
+    until `expireAfter`. At least 10m, or `Never`. A pool's `initializationTimeout` overrides it."""
+    image: str = DEFAULT_IMAGE
+    """Container image that runs the guard (any image with Python 3.11+ as `python3`), pinned by digest
+    (`name@sha256:<64 hex>`)."""
+    namespace: KubernetesName = "gpu-node-guard"
+    """Namespace created for the guard (Pod Security `restricted`)."""
+    sync_interval_seconds: int = Field(default=30, ge=10, le=300)
+    """How often the guard lists nodes and NodeClaims."""
+
+    @field_validator("initialization_timeout")
+    @classmethod
+    def _timeout(cls, value: str) -> str:
+        return check_initialization_timeout(value)
+
+    @field_validator("image")
+    @classmethod
+    def _pinned(cls, value: str) -> str:
+        if not _DIGEST_PINNED.fullmatch(value):
+            raise ValueError("must be pinned by digest: <repository>[:tag]@sha256:<64 hex digits>")
+        return value

@@ -1,0 +1,53 @@
+"""GPU Operator v26.7.0 and MIG manager v0.15.0 facts the program relies on (pure data).
+
+Sources (read at these commits; facts, not code):
+- NVIDIA/gpu-operator tag v26.7.0 @ 10ee5b3638b89e11e949412aafa5ba99279c3721 (`controllers/state_manager.go`,
+  `controllers/nodelabeling_controller.go`, `controllers/object_controls.go`, `cmd/nvidia-validator/main.go`,
+  `assets/`).
+- NVIDIA/mig-parted tag v0.15.0 @ e2d5ad1fc72b9d298ea6d04b885cf2d7dbe56941
+  (`pkg/mig/reconfigure/reconfigure.go`); v0.15.0 is the `migManager.version` of the v26.7.0 chart."""
+
+DEPLOY_OPERANDS_LABEL = "nvidia.com/gpu.deploy.operands"
+"""`false` keeps every operator operand off a node. The operator only reads it (`hasOperandsDisabled`) and
+never writes or removes it, unlike the per-operand `nvidia.com/gpu.deploy.<operand>` labels:
+`removeAllGPUStateLabels` deletes those from every node without `nvidia.com/gpu.present=true`, i.e. from a new
+node NFD has not labelled yet, so a `false` set at registration is gone before it matters
+(nodelabeling_controller.go `updateGPUStateLabels`)."""
+
+MIG_CONFIG_STATE_LABEL = "nvidia.com/mig.config.state"
+"""Set by the MIG manager on the node: `pending` while it works, `rebooting` before a reboot that turns MIG
+mode on, then `success` (the selected `nvidia.com/mig.config` is applied and the device plugin restarted) or
+`failed`."""
+MIG_STATE_SUCCESS = "success"
+MIG_STATE_FAILED = "failed"
+MIG_STATES = ("pending", "rebooting", MIG_STATE_SUCCESS, MIG_STATE_FAILED)
+
+OPERAND_DAEMONSETS = (
+    "gpu-feature-discovery",
+    "nvidia-dcgm-exporter",
+    "nvidia-device-plugin-daemonset",
+    "nvidia-mig-manager",
+    "nvidia-operator-validator",
+)
+"""The operand DaemonSets the operator runs on a node of an AL2023 pool (driver and toolkit off). Each gets
+exactly `ClusterPolicy.spec.daemonsets.tolerations` (chart value `daemonsets.tolerations`), replacing its own:
+`applyCommonDaemonsetConfig` runs for every DaemonSet of the `transformations` map in object_controls.go and
+no per-operand transform sets tolerations. The NFD worker is the chart's subchart and takes
+`node-feature-discovery.worker.tolerations` instead."""
+
+RUNTIME_CLASS_HANDLERS = {"nvidia": "nvidia", "nvidia-cdi": "nvidia-cdi", "nvidia-legacy": "nvidia-legacy"}
+"""RuntimeClasses the operator creates when `cdi.enabled` (assets/pre-requisites/02*_runtime_class*.yaml; with
+CDI off it deletes the last two, object_controls.go `RuntimeClasses`). Operands use only
+`operator.runtimeClass` (`nvidia`, `setRuntimeClassName`)."""
+
+HOST_NVIDIA_SMI_PATHS = (
+    "/usr/bin/nvidia-smi",
+    "/usr/sbin/nvidia-smi",
+    "/bin/nvidia-smi",
+    "/sbin/nvidia-smi",
+    "/usr/lib/wsl/lib/nvidia-smi",
+    "/opt/bin/nvidia-smi",
+)
+"""Where the validator looks for a host driver's nvidia-smi (`hostNvidiaSMISearchPaths`); failing these it
+validates a driver container under `hostPaths.driverInstallDir`, searching only `/`, `/usr/bin`, `/usr/sbin`,
+`/bin`, `/sbin` there (internal/driver/root.go). Every operand waits for the validator."""
