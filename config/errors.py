@@ -49,9 +49,13 @@ class ConfigError(pulumi.RunError):
         )
 
 
+AWS_SECTIONS = ("region", "profile")
+"""Settings of the AWS provider that the program reads too (`aws:<name>`)."""
+
+
 def section_key(alias: str) -> str:
     """The full config key of a section: `region` -> `aws:region`, `cluster` -> `gpu-eks:cluster`."""
-    return "aws:region" if alias == "region" else f"{PROJECT}:{alias}"
+    return f"aws:{alias}" if alias in AWS_SECTIONS else f"{PROJECT}:{alias}"
 
 
 def config_key(path: Sequence[str | int]) -> str:

@@ -44,6 +44,9 @@ class StackConfig(ConfigModel):
     region: AwsRegion
     """The AWS region everything is created in (the AWS provider's own setting); it also picks the
     partition (`aws`, `aws-cn`, `aws-us-gov`) used in ARNs."""
+    profile: str | None = None
+    """The AWS CLI profile the AWS provider uses (its own setting). The kubeconfig the program uses and
+    exports then runs `aws eks get-token --profile <profile>`, so it authenticates as the same identity."""
     cluster: ClusterConfig
     """The EKS cluster: version, API endpoint, administrators, the system node group. Required."""
     network: NetworkConfig = NetworkConfig()
@@ -266,11 +269,19 @@ def _gpu_operator_problems(config: StackConfig) -> list[ConfigProblem]:
 def _cross_section_problems(config: StackConfig) -> list[ConfigProblem]:
     """Checks that span sections; each names the key to change."""
     return (
-        _karpenter_replicas_problems(config)
+        _cluster_problems(config)
+        + _karpenter_replicas_problems(config)
         + _gpu_operator_problems(config)
         + _node_pool_problems(config)
         + _smoke_test_problems(config)
     )
+
+
+def _cluster_problems(config: StackConfig) -> list[ConfigProblem]:
+    return [
+        ConfigProblem(config_key(("cluster", *path)), message, value, True)
+        for path, message, value in config.cluster.problems()
+    ]
 
 
 def _karpenter_replicas_problems(config: StackConfig) -> list[ConfigProblem]:
@@ -326,13 +337,13 @@ def parse_stack_config(raw: Mapping[str, Any], secret_keys: frozenset[str] = fro
     problems: list[ConfigProblem] = []
     sections: dict[str, Any] = {}
     for key, value in sorted(raw.items()):
-        if not key.startswith(f"{PROJECT}:") and key != "aws:region":
+        if not key.startswith(f"{PROJECT}:") and key not in SECTIONS:
             continue
         if key not in SECTIONS:
             problems.append(
                 ConfigProblem(key, f"unknown config section; accepted: {', '.join(sorted(SECTIONS))}")
             )
-        elif key == "aws:region" or not isinstance(value, str):
+        elif key.startswith("aws:") or not isinstance(value, str):
             sections[SECTIONS[key]] = value
         else:
             try:

@@ -63,6 +63,11 @@ IamRoleArn = Annotated[
     ),
 ]
 
+SecurityGroupId = Annotated[
+    str,
+    AfterValidator(_matching(r"sg-[0-9a-f]{8,17}", "a security group id such as sg-0123456789abcdef0")),
+]
+
 SemVer = Annotated[
     str, AfterValidator(_matching(r"\d+\.\d+\.\d+", "a version X.Y.Z without a 'v' prefix, such as 1.14.1"))
 ]

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
+from config.errors import section_key
 from config.stack import StackConfig
 
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -77,7 +78,7 @@ def reference() -> str:
     parts = []
     for name, field in StackConfig.model_fields.items():
         alias = field.alias or name
-        key = "aws:region" if alias == "region" else f"gpu-eks:{alias}"
+        key = section_key(alias)
         doc = " ".join((field.description or "").split())
         parts.append(f"#### `{key}`\n\n{doc}\n")
         models = _models_in(field.annotation)

@@ -41,6 +41,9 @@ class Registration:
     """URNs this resource depends on: explicit `depends_on` and those carried by input Outputs."""
     property_dependencies: dict[str, list[str]]
     provider: str | None
+    provider_urn: str | None
+    """The explicit provider's URN: the engine orders a resource after its provider on create, and deletes
+    it before its provider on destroy, like a dependency."""
     protect: bool
     ignore_changes: list[str]
     delete_before_replace: bool
@@ -109,6 +112,7 @@ class RecordingMonitor(MockMonitor):
                     key: sorted(deps.urns) for key, deps in sorted(request.propertyDependencies.items())
                 },
                 provider=request.provider.split("::")[-2] if request.provider else None,
+                provider_urn=request.provider.rpartition("::")[0] if request.provider else None,
                 protect=bool(request.protect),
                 ignore_changes=list(request.ignoreChanges),
                 delete_before_replace=bool(request.deleteBeforeReplace),
@@ -125,6 +129,10 @@ def _alias_urns(request: Any, urn: str) -> list[str]:
     stack, project = urn.removeprefix("urn:pulumi:").split("::")[:2]
     result = []
     for alias in request.aliases:
+        # Aliases that only name an older API version of the same type (the SDKs add those to every
+        # Kubernetes kind with one) say nothing about this program; keep the ones that move a resource.
+        if not (alias.urn or alias.spec.name or alias.spec.parentUrn or alias.spec.noParent):
+            continue
         if alias.urn:
             result.append(alias.urn)
             continue

@@ -134,7 +134,7 @@ def test_unknown_section_is_refused() -> None:
     with pytest.raises(ConfigError) as caught:
         parse_stack_config({**config(), "gpu-eks:clustr": json.dumps({"name": "x"})})
     assert str(caught.value.problems[0]).startswith(
-        "gpu-eks:clustr: unknown config section; accepted: aws:region"
+        "gpu-eks:clustr: unknown config section; accepted: aws:profile, aws:region"
     )
 
 

@@ -254,7 +254,7 @@ def _pulumi_steps(workflow: dict[str, Any]) -> list[dict[str, Any]]:
 def test_deploy_runs_on_main_dev_then_approved_prod() -> None:
     assert DEPLOY["on"] == {"push": {"branches": ["main"]}}
     dev, prod = DEPLOY["jobs"]["dev"], DEPLOY["jobs"]["prod"]
-    assert prod["needs"] in ("dev", ["dev"])
+    assert "dev" in prod["needs"]
     environment = prod["environment"]
     assert (environment["name"] if isinstance(environment, dict) else environment) == "production"
     assert [s["with"]["command"] for s in _pulumi_steps({"jobs": {"dev": dev, "prod": prod}})] == ["up", "up"]
@@ -264,12 +264,52 @@ def test_deploy_runs_on_main_dev_then_approved_prod() -> None:
 def test_deploys_of_one_stack_never_overlap() -> None:
     groups = {}
     for name, job in DEPLOY["jobs"].items():
+        if not steps_using(job, "pulumi/actions"):
+            continue
         [step] = steps_using(job, "pulumi/actions")
         stack = step["with"]["stack-name"].rsplit("/", 1)[-1]
         assert job["concurrency"]["cancel-in-progress"] is False, name
         assert stack in job["concurrency"]["group"], name
         groups[stack] = job["concurrency"]["group"]
     assert len(set(groups.values())) == len(groups)
+
+
+# --- prod's runner ----------------------------------------------------------------------------
+
+
+def run_guard(step: dict[str, Any], prod_runs_on: str) -> subprocess.CompletedProcess[str]:
+    """Run a guard step's script as the runner would (bash -e), with `vars.PROD_RUNS_ON` set as given."""
+    script = step["run"].replace("${{ vars.PROD_RUNS_ON }}", prod_runs_on)
+    env = {"PATH": "/usr/bin:/bin", "PROD_RUNS_ON": prod_runs_on}
+    return subprocess.run(
+        ["bash", "-e", "-c", script], capture_output=True, text=True, env=env, timeout=30, check=False
+    )
+
+
+def test_deploy_refuses_prod_without_its_runner_before_the_approval() -> None:
+    prod = DEPLOY["jobs"]["prod"]
+    # No fallback: the job runs on the configured runner or not at all.
+    assert prod["runs-on"] == "${{ vars.PROD_RUNS_ON }}"
+    assert "prod-runner" in prod["needs"]
+    guard = DEPLOY["jobs"]["prod-runner"]
+    assert "environment" not in guard  # fails before anyone is asked to approve
+    [step] = guard["steps"]
+    assert step["env"] == {"PROD_RUNS_ON": "${{ vars.PROD_RUNS_ON }}"}
+    unset = run_guard(step, "")
+    assert unset.returncode == 1
+    assert unset.stdout.startswith("::error title=vars.PROD_RUNS_ON is not set::")
+    assert "GitHub-hosted runner cannot reach a private endpoint" in unset.stdout
+    assert run_guard(step, "gpu-eks-prod").returncode == 0
+
+
+def test_pr_refuses_to_preview_prod_without_its_runner() -> None:
+    preview = PR["jobs"]["preview"]
+    assert preview["runs-on"] == "${{ matrix.stack == 'prod' && vars.PROD_RUNS_ON || 'ubuntu-latest' }}"
+    guard = preview["steps"][0]  # before checkout, credentials or any Pulumi step
+    assert guard["if"] == "matrix.stack == 'prod' && vars.PROD_RUNS_ON == ''"
+    result = run_guard(guard, "")
+    assert result.returncode == 1
+    assert result.stdout.startswith("::error title=vars.PROD_RUNS_ON is not set::")
 
 
 # --- every workflow -----------------------------------------------------------------------------
