@@ -102,16 +102,43 @@ def test_root_volume_and_kubelet_changes_update_the_node_class_in_place() -> Non
 # --- Kubernetes and chart versions --------------------------------------------------------------
 
 
-def test_kubernetes_minor_bump_updates_the_cluster_and_replaces_nothing() -> None:
-    """The control plane moves in place. (With node group and add-on versions following
-    `kubernetesVersion`, those are updates too; nothing may be replaced, deleted or created.)"""
+def test_kubernetes_minor_bump_moves_cluster_node_group_and_add_ons_together_in_place() -> None:
+    """The control plane, the system node group and every add-on follow `kubernetesVersion`, each an
+    update of its version; nothing else changes, nothing is created, replaced or deleted."""
     result = transition("prod", lambda s: s["gpu-eks:cluster"].update(kubernetesVersion="1.36"))
     assert_nothing_replaced_or_deleted(result)
-    assert result.of("create") == []
-    cluster = result.find(CLUSTER, "cluster")
-    assert cluster is not None
-    assert cluster.op == "update"
-    assert "version" in cluster.because
+    assert [(s.op, s.type, s.name, s.because) for s in result.steps] == [
+        ("update", "aws:eks/addon:Addon", f"cluster-{addon}", ("addonVersion",))
+        for addon in ("coredns", "eks-pod-identity-agent", "kube-proxy", "vpc-cni")
+    ] + [
+        ("update", "aws:eks/addon:Addon", "storage-aws-ebs-csi-driver", ("addonVersion",)),
+        ("update", "aws:eks/nodeGroup:NodeGroup", "cluster-system", ("version",)),
+        ("update", CLUSTER, "cluster", ("version",)),
+    ]
+
+
+def test_support_policy_and_log_retention_are_updates_of_their_resources() -> None:
+    result = transition("prod", lambda s: s["gpu-eks:cluster"].update(upgradePolicy="EXTENDED"))
+    assert [(s.op, s.type, s.name, s.because) for s in result.steps] == [
+        ("update", CLUSTER, "cluster", ("upgradePolicy.supportType",))
+    ]
+    result = transition("prod", lambda s: s["gpu-eks:cluster"].update(logRetentionDays=30))
+    assert [(s.op, s.type, s.name, s.because) for s in result.steps] == [
+        ("update", "aws:cloudwatch/logGroup:LogGroup", "cluster-control-plane-logs", ("retentionInDays",))
+    ]
+
+
+def test_a_private_access_cidr_adds_one_ingress_rule_and_touches_nothing_else() -> None:
+    result = transition(
+        "prod", lambda s: s["gpu-eks:cluster"]["endpoint"].update(privateAccessCidrs=["10.100.0.0/16"])
+    )
+    assert [(s.op, s.type, s.name) for s in result.steps] == [
+        (
+            "create",
+            "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule",
+            "cluster-api-from-10.100.0.0-16",
+        )
+    ]
 
 
 def test_karpenter_patch_bump_updates_both_charts_in_place() -> None:
