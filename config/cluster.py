@@ -6,7 +6,7 @@ from typing import Literal, Self
 from pydantic import Field, field_validator, model_validator
 
 from config.base import ConfigModel
-from config.types import CidrBlock, IamRoleArn, InstanceType
+from config.types import AwsTags, IamRoleArn, InstanceType, PublicCidr
 
 SUPPORTED_KUBERNETES_VERSIONS = ("1.33", "1.34", "1.35", "1.36")
 """Kubernetes minors that Karpenter 1.14 (1.30-1.36), the GPU Operator v26.7 (1.33-1.36) and the EKS
@@ -44,7 +44,7 @@ class EndpointConfig(ConfigModel):
     """Reachable from the internet (restricted by `publicAccessCidrs`)."""
     private_access: bool = True
     """Reachable from inside the VPC; nodes then talk to the API without leaving it."""
-    public_access_cidrs: tuple[CidrBlock, ...] = ("0.0.0.0/0",)
+    public_access_cidrs: tuple[PublicCidr, ...] = ("0.0.0.0/0",)
     """Allow list for the public endpoint."""
 
     @model_validator(mode="after")
@@ -112,8 +112,8 @@ class ClusterConfig(ConfigModel):
     """Control-plane log types sent to CloudWatch Logs."""
     protect: bool = False
     """Protect the cluster and data-bearing resources: Pulumi `protect` plus EKS deletion protection."""
-    tags: dict[str, str] = Field(default_factory=dict)
-    """Extra AWS tags on every resource that takes tags."""
+    tags: AwsTags = Field(default_factory=dict)
+    """Extra AWS tags on every resource that takes tags (at most 44; not `aws:`, `gpu-eks/`, Karpenter's)."""
 
     @field_validator("name")
     @classmethod

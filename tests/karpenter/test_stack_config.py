@@ -78,7 +78,11 @@ def test_replicas_above_min_size_are_refused() -> None:
             None,
             "gpu-eks:karpenter.version = '1.15.0': Karpenter 1.15.0 is not supported",
         ),
-        ({"replica": 2}, None, "gpu-eks:karpenter.replica = 2: unknown key; accepted keys: version,"),
+        (
+            {"replica": 2},
+            None,
+            "gpu-eks:karpenter.replica = 2: unknown key, did you mean replicas? Accepted keys: version,",
+        ),
     ],
 )
 def test_the_program_refuses_bad_karpenter_config_and_registers_nothing(
