@@ -5,6 +5,8 @@
     .venv/bin/python -m synth prod --out /tmp/prod
 
 No AWS account or Pulumi CLI is needed; see README "Seeing what a stack would create".
+Exit status: 0 done, 1 a snapshot is stale (--check), 2 a stack's configuration is refused (printed as
+`pulumi preview` prints it, without a traceback).
 """
 
 import argparse
@@ -12,8 +14,39 @@ import difflib
 import sys
 from pathlib import Path
 
+from config.errors import ConfigError
 from synth import snapshot
-from synth.runner import ROOT, run_stack, stacks
+from synth.runner import PROJECT, ROOT, ProgramRun, StackFileError, run_stack, stacks
+
+STALE = 1
+REFUSED = 2
+
+
+def diagnostics(stack: str, errors: list[str], warnings: list[str]) -> str:
+    """The "Diagnostics:" block `pulumi preview` prints for messages the program logged without a resource
+    (they go to the stack's row): pulumi/pulumi pkg/backend/display/progress.go `printDiagnostics`, each
+    line of a message indented by four spaces under `  <type> (<name>):`, after a severity prefix."""
+    lines = ["Diagnostics:", f"  pulumi:pulumi:Stack ({PROJECT}-{stack}):"]
+    for prefix, message in [*(("warning: ", w) for w in warnings), *(("error: ", e) for e in errors)]:
+        lines += [f"    {line}".rstrip() for line in (prefix + message).splitlines()]
+    return "\n".join(lines) + "\n"
+
+
+def _run(name: str) -> ProgramRun | None:
+    """Run a stack; on a refused configuration print it as `pulumi preview` would and return None."""
+    try:
+        run = run_stack(name)
+    except StackFileError as exc:
+        # The CLI refuses such a file before the program starts, with a bare `error:` line.
+        print(f"error: {exc}", file=sys.stderr)
+        return None
+    except ConfigError as exc:
+        # The language host logs a RunError's message alone (sdk/python/cmd/pulumi-language-python-exec).
+        print(diagnostics(name, [str(exc)], []), file=sys.stderr)
+        return None
+    if run.warnings:
+        print(diagnostics(name, [], run.warnings), file=sys.stderr)
+    return run
 
 
 def diff(expected: dict[str, str], actual: dict[str, str], label: str) -> str:
@@ -43,9 +76,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"no Pulumi.<stack>.yaml for {', '.join(unknown)}; stacks: {', '.join(stacks())}")
     if args.out and len(names) != 1:
         parser.error("--out takes exactly one stack")
-    stale = []
+    stale, refused = [], []
     for name in names:
-        files = snapshot.render(run_stack(name))
+        run = _run(name)
+        if run is None:
+            refused.append(name)
+            continue
+        files = snapshot.render(run)
         directory = args.out or ROOT / "snapshots" / name
         if args.check:
             changes = diff(snapshot.read(directory), files, f"snapshots/{name}")
@@ -57,8 +94,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name}: {len(files)} files in {directory}")
     if stale:
         print(f"\nstale snapshots: {', '.join(stale)}; run: .venv/bin/python -m synth {' '.join(stale)}")
-        return 1
-    return 0
+    if refused:
+        print(f"configuration refused: {', '.join(refused)}", file=sys.stderr)
+        return REFUSED
+    return STALE if stale else 0
 
 
 if __name__ == "__main__":

