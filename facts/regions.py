@@ -9,8 +9,6 @@ import functools
 
 import pulumi_aws
 
-from facts.partitions import PARTITIONS, Partition
-
 _PREFIXES: tuple[tuple[str, str], ...] = (
     ("us-gov-", "aws-us-gov"),
     ("cn-", "aws-cn"),
@@ -32,12 +30,3 @@ def region_partition(region: str) -> str:
 def regions() -> dict[str, str]:
     """Every region pulumi-aws knows -> its partition."""
     return {r.value: region_partition(r.value) for r in pulumi_aws.Region}
-
-
-def supported_regions(partition: Partition) -> tuple[str, ...]:
-    """The regions of a partition this program supports, sorted."""
-    return tuple(sorted(r for r, p in regions().items() if p == partition))
-
-
-def is_supported_partition(partition: str) -> bool:
-    return partition in PARTITIONS
