@@ -28,43 +28,51 @@ def test_committed_stacks_do_not_collide() -> None:
 
 
 def test_a_copied_stack_file_collides_twice(repo: Path) -> None:
-    shutil.copy(repo / "Pulumi.dev.yaml", repo / "Pulumi.qa.yaml")
+    shutil.copy(repo / "Pulumi.dev.yaml", repo / "Pulumi.zz-copy.yaml")
     assert cross_stack_problems(repo) == [
-        "Pulumi.qa.yaml: cluster name ml-dev is also Pulumi.dev.yaml's",
-        "Pulumi.qa.yaml: VPC CIDR 10.20.0.0/16 overlaps Pulumi.dev.yaml's 10.20.0.0/16",
+        "Pulumi.zz-copy.yaml: cluster name ml-dev is also Pulumi.dev.yaml's",
+        "Pulumi.zz-copy.yaml: VPC CIDR 10.20.0.0/16 overlaps Pulumi.dev.yaml's 10.20.0.0/16",
     ]
 
 
+def _unused(repo: Path, base: str) -> str:
+    """A stack name no stack file of the repository uses yet (the suite also runs with more stacks)."""
+    return next(f"{base}{n or ''}" for n in range(100) if f"{base}{n or ''}" not in stacks(repo))
+
+
 def test_new_stack_from_prod_gets_its_own_name_network_and_production_listing(repo: Path) -> None:
-    path = new_stack("staging", "prod", cluster=None, production=None, root=repo)
-    assert stacks(repo) == ["dev", "prod", "staging"]
+    name = _unused(repo, "staging")
+    before = stacks(repo)
+    path = new_stack(name, "prod", cluster=None, production=None, root=repo)
+    assert stacks(repo) == sorted([*before, name])
     document = yaml.safe_load(path.read_text())["config"]
-    assert document["gpu-eks:cluster"]["name"] == "ml-staging"
-    assert document["gpu-eks:network"]["cidr"] == "10.0.0.0/16"  # free, same size as prod's /16
-    assert cross_stack_problems(repo) == []
-    assert "staging" in production_stacks(repo)
+    assert document["gpu-eks:cluster"]["name"] == f"ml-{name}"
+    assert document["gpu-eks:network"]["cidr"].endswith("/16")  # the size of prod's
+    assert cross_stack_problems(repo) == []  # its own name and a CIDR overlapping no other stack's
+    assert name in production_stacks(repo)
     assert "# Private endpoint only" in path.read_text()  # comments kept
-    parsed = parse_stack_config(stack_config("staging", repo))
+    parsed = parse_stack_config(stack_config(name, repo))
     prod = parse_stack_config(stack_config("prod", repo))
     assert parsed.node_pools == prod.node_pools
     assert json.loads((repo / "policy" / "policy-config.json").read_text())  # still valid JSON
 
 
 def test_new_stack_writes_its_snapshot(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["sandbox", "--from", "dev", "--no-production", "--root", str(repo)]) == 0
-    assert "sandbox" not in production_stacks(repo)
-    assert (repo / "snapshots" / "sandbox" / "resources.yaml").is_file()
-    assert "ml-sandbox" in (repo / "snapshots" / "sandbox" / "outputs.yaml").read_text()
-    assert "Pulumi.sandbox.yaml: written" in capsys.readouterr().out
+    name = _unused(repo, "sandbox")
+    assert main([name, "--from", "dev", "--no-production", "--root", str(repo)]) == 0
+    assert name not in production_stacks(repo)
+    assert (repo / "snapshots" / name / "resources.yaml").is_file()
+    assert f"ml-{name}" in (repo / "snapshots" / name / "outputs.yaml").read_text()
+    assert f"Pulumi.{name}.yaml: written" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
     ("name", "source", "cluster", "message"),
     [
         ("dev", "prod", None, "Pulumi.dev.yaml exists already"),
-        ("qa", "nope", None, "no Pulumi.nope.yaml to copy"),
+        ("zz-new", "nope", None, "no Pulumi.nope.yaml to copy"),
         ("Qa", "dev", None, "stack name 'Qa'"),
-        ("qa", "dev", "ml-prod", "cluster name ml-prod is used by another stack"),
+        ("zz-new", "dev", "ml-prod", "cluster name ml-prod is used by another stack"),
     ],
 )
 def test_new_stack_refuses_what_would_collide(
