@@ -42,15 +42,13 @@ from components.karpenter_api import (
 from components.network import DISCOVERY_TAG
 from components.node_user_data import al2023_user_data
 from config.gpu_operator import GpuOperatorConfig
-from config.node_pools import NodePoolConfig
+from config.node_pools import CPU_POOL_CATEGORIES, CPU_POOL_MIN_GENERATION, NodePoolConfig
 from contract import GpuPool, Toleration
 from contract import Taint as ContractTaint
 
 POOL_LABEL = "gpu-eks.io/pool"
 """Label on every node with the name of its pool (Karpenter adds `karpenter.sh/nodepool` too)."""
 EFA_LABEL = "gpu-eks.io/efa"
-CPU_POOL_CATEGORIES = ["c", "m", "r"]
-"""Instance categories a CPU burst pool may use when it names no families or types."""
 
 
 @dataclass(frozen=True)
@@ -86,8 +84,10 @@ def requirements(pool: NodePoolConfig) -> list[NodeSelectorRequirement]:
         if pool.gpu_names:
             result.append(_requirement("karpenter.k8s.aws/instance-gpu-name", "In", list(pool.gpu_names)))
     elif not pool.instance_families and not pool.instance_types:
-        result.append(_requirement("karpenter.k8s.aws/instance-category", "In", CPU_POOL_CATEGORIES))
-        result.append(_requirement("karpenter.k8s.aws/instance-generation", "Gt", ["5"]))
+        result.append(_requirement("karpenter.k8s.aws/instance-category", "In", list(CPU_POOL_CATEGORIES)))
+        result.append(
+            _requirement("karpenter.k8s.aws/instance-generation", "Gt", [str(CPU_POOL_MIN_GENERATION - 1)])
+        )
     if pool.instance_families:
         result.append(_requirement("karpenter.k8s.aws/instance-family", "In", list(pool.instance_families)))
     if pool.efa:

@@ -6,7 +6,7 @@ from typing import Literal, Self
 from pydantic import Field, field_validator, model_validator
 
 from config.base import ConfigModel
-from config.types import CidrBlock, IamRoleArn, InstanceType, SecurityGroupId
+from config.types import AwsTags, CidrBlock, IamRoleArn, InstanceType, PublicCidr, SecurityGroupId
 from facts.eks import ADDON_VERSION, LOG_RETENTION_DAYS, UpgradeSupportType, kube_proxy_minor
 
 SUPPORTED_KUBERNETES_VERSIONS = ("1.33", "1.34", "1.35", "1.36")
@@ -50,7 +50,7 @@ class EndpointConfig(ConfigModel):
     """Reachable from the internet (restricted by `publicAccessCidrs`)."""
     private_access: bool = True
     """Reachable from inside the VPC; nodes then talk to the API without leaving it."""
-    public_access_cidrs: tuple[CidrBlock, ...] = ("0.0.0.0/0",)
+    public_access_cidrs: tuple[PublicCidr, ...] = ("0.0.0.0/0",)
     """Allow list for the public endpoint."""
     private_access_cidrs: tuple[CidrBlock, ...] = ()
     """Networks outside the cluster's security group that may reach the private endpoint (tcp/443), e.g. the
@@ -210,8 +210,8 @@ class ClusterConfig(ConfigModel):
     stack creates)."""
     protect: bool = False
     """Protect the cluster and data-bearing resources: Pulumi `protect` plus EKS deletion protection."""
-    tags: dict[str, str] = Field(default_factory=dict)
-    """Extra AWS tags on every resource that takes tags."""
+    tags: AwsTags = Field(default_factory=dict)
+    """Extra AWS tags on every resource that takes tags (at most 44; not `aws:`, `gpu-eks/`, Karpenter's)."""
 
     @field_validator("name")
     @classmethod

@@ -4,8 +4,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+import pulumi
 import pulumi.runtime.config as runtime_config
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from components.gpu_operator_values import (
     NVIDIA_GPU,
@@ -25,6 +27,7 @@ from config.errors import (
     ConfigError,
     ConfigProblem,
     config_key,
+    nearest,
     problems_from_validation_error,
     section_key,
 )
@@ -35,6 +38,7 @@ from config.network import NetworkConfig
 from config.node_pools import NodePoolConfig
 from config.smoke_test import SmokeTestConfig
 from config.types import AwsRegion
+from facts.aws_provider import provider_config_keys
 from facts.partitions import Partition, partition_of_region
 
 
@@ -94,6 +98,82 @@ class StackConfig(ConfigModel):
 SECTIONS = {section_key(f.alias or n): f.alias or n for n, f in StackConfig.model_fields.items()}
 """Full config key (`gpu-eks:cluster`) -> StackConfig field alias (`cluster`)."""
 
+ENGINE_KEYS = frozenset({"tags", "template", "autonaming", "disable-default-providers"})
+"""`pulumi:` keys the Pulumi engine reads itself and the program ignores (pulumi/pulumi 3.272:
+sdk/go/common/workspace/project.go `pulumi:tags` (stack tags, e.g. from Pulumi.yaml), `pulumi:template`
+(pkg/cmd/pulumi/project/newcmd), pkg/cmd/pulumi/autonaming `pulumi:autonaming`,
+pkg/resource/deploy/default_providers.go `pulumi:disable-default-providers`). The engine hands every key of
+the stack's config, these included, to the program."""
+
+KUBERNETES_NOT_READ = (
+    "is never read: gpu-eks reaches the cluster through Kubernetes providers built from the new cluster's "
+    "own kubeconfig, so kubernetes: settings of the default provider would be silently ignored; remove it"
+)
+
+
+def _known_keys() -> list[str]:
+    """Every config key the program or the engine acts on, for suggesting the nearest one."""
+    return [
+        *SECTIONS,
+        *(f"aws:{k}" for k in sorted(provider_config_keys())),
+        *(f"pulumi:{k}" for k in sorted(ENGINE_KEYS)),
+    ]
+
+
+def _key_problem(key: str, value: Any, secret: bool) -> ConfigProblem | None:
+    """Why a key outside the sections is not acted on, or None when it belongs to the AWS provider or the
+    engine (and does no harm)."""
+    namespace, colon, name = key.partition(":")
+    shown = "[secret]" if secret else value
+    if colon and namespace == "aws" and name in provider_config_keys():
+        return None
+    if colon and namespace == "pulumi" and name in ENGINE_KEYS:
+        return _engine_key_problem(key, value, shown)
+    if colon and namespace == "kubernetes":
+        return ConfigProblem(key, KUBERNETES_NOT_READ, shown, True)
+    section, dot, _ = name.partition(".")
+    if colon and namespace == PROJECT and dot and f"{PROJECT}:{section}" in SECTIONS:
+        return ConfigProblem(
+            key,
+            f"is a key of its own, never read: {PROJECT}:{section} is one structured value, so write "
+            f"{name[len(section) + 1 :]} nested under it ({PROJECT}:{section}: {{...}})",
+            shown,
+            True,
+        )
+    close = nearest(key, _known_keys())
+    hint = f"; did you mean {close}?" if close else ""
+    if colon and namespace == PROJECT:
+        what = f"is no section of gpu-eks (sections: {', '.join(sorted(SECTIONS))})"
+    elif colon and namespace == "aws":
+        what = "is not a setting of the AWS provider (pulumi-aws), so nothing would read it"
+    elif colon and namespace == "pulumi":
+        what = f"is not a setting the Pulumi engine reads ({', '.join(sorted(ENGINE_KEYS))})"
+    else:
+        what = (
+            "is never read: gpu-eks reads gpu-eks:<section>, the AWS provider's aws:<setting> and the "
+            "engine's pulumi:<setting>"
+        )
+    return ConfigProblem(key, what + hint, shown, True)
+
+
+def _engine_key_problem(key: str, value: Any, shown: Any) -> ConfigProblem | None:
+    """`pulumi:disable-default-providers` must leave the AWS provider on: every AWS resource uses it."""
+    if key != "pulumi:disable-default-providers":
+        return None
+    try:
+        disabled = json.loads(value) if isinstance(value, str) else value
+    except json.JSONDecodeError:
+        disabled = value
+    if isinstance(disabled, list) and ("aws" in disabled or "*" in disabled):
+        return ConfigProblem(
+            key,
+            "disables the default AWS provider, which every AWS resource of gpu-eks uses (configured by the "
+            "aws: keys): the deployment would fail on its first resource; remove aws and *",
+            shown,
+            True,
+        )
+    return None
+
 
 def _node_pool_problems(config: StackConfig) -> list[ConfigProblem]:
     problems = []
@@ -112,6 +192,7 @@ def _node_pool_problems(config: StackConfig) -> list[ConfigProblem]:
         for taint_index, why in pool.startup_taint_problems():
             key = f"{PROJECT}:nodePools[{index}].startupTaints[{taint_index}].key"
             problems.append(ConfigProblem(key, why, pool.startup_taints[taint_index].key, True))
+        problems += pool.problems(f"{PROJECT}:nodePools[{index}]")
         if pool.kind == "gpu":
             try:
                 validate_gpu_pools([pool.gpu_profile()], config.gpu_operator)
@@ -133,7 +214,7 @@ def _node_pool_problems(config: StackConfig) -> list[ConfigProblem]:
                 )
                 pool_overlays(pool, config.gpu_operator)
             except ValidationError as exc:
-                messages = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
+                messages = "; ".join(_schema_message(e) for e in exc.errors())
                 problems.append(ConfigProblem(f"{PROJECT}:nodePools[{index}]", messages))
     return problems
 
@@ -201,6 +282,25 @@ def _with_overlay_gate(config: StackConfig) -> StackConfig:
         update={"feature_gates": gates.model_copy(update={"node_overlay": True})}
     )
     return config.model_copy(update={"karpenter": karpenter})
+
+
+def _schema_message(error: ErrorDetails) -> str:
+    """A Karpenter schema refusal in words: where in the object, and what (no regular expressions)."""
+    where = ".".join(str(part) for part in error["loc"] if not str(part).startswith("function-"))
+    if error["type"] == "string_pattern_mismatch":
+        what = f"{error.get('input')!r} is not accepted by Karpenter's schema"
+    else:
+        what = error["msg"].removeprefix("Value error, ").replace("Input should be", "must be")
+    return f"Karpenter would refuse {where}: {what}" if where else f"Karpenter would refuse it: {what}"
+
+
+def config_warnings(config: StackConfig) -> list[str]:
+    """What is allowed but worth a second look in `pulumi preview` (an implausibly large pool)."""
+    return [
+        f"{PROJECT}:nodePools[{index}].limits: {case}"
+        for index, pool in enumerate(config.node_pools)
+        if (case := pool.worst_case())
+    ]
 
 
 def _smoke_test_problems(config: StackConfig) -> list[ConfigProblem]:
@@ -337,12 +437,10 @@ def parse_stack_config(raw: Mapping[str, Any], secret_keys: frozenset[str] = fro
     problems: list[ConfigProblem] = []
     sections: dict[str, Any] = {}
     for key, value in sorted(raw.items()):
-        if not key.startswith(f"{PROJECT}:") and key not in SECTIONS:
-            continue
         if key not in SECTIONS:
-            problems.append(
-                ConfigProblem(key, f"unknown config section; accepted: {', '.join(sorted(SECTIONS))}")
-            )
+            problem = _key_problem(key, value, key in secret_keys)
+            if problem is not None:
+                problems.append(problem)
         elif key.startswith("aws:") or not isinstance(value, str):
             sections[SECTIONS[key]] = value
         else:
@@ -367,4 +465,7 @@ def load_stack_config() -> StackConfig:
     """Read this stack's Pulumi config and validate it (see `parse_stack_config`)."""
     raw = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
     secret_keys = frozenset(runtime_config._SECRET_KEYS.get())
-    return parse_stack_config(raw, secret_keys)
+    config = parse_stack_config(raw, secret_keys)
+    for warning in config_warnings(config):
+        pulumi.log.warn(warning)
+    return config

@@ -3,6 +3,7 @@
 import asyncio
 import contextlib
 import json
+import logging
 import runpy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -16,9 +17,28 @@ from pulumi.runtime import rpc, settings
 from pulumi.runtime.mocks import MockMonitor
 from pulumi.runtime.stack import run_pulumi_func
 
+from config.errors import nearest
+from config.stack import SECTIONS
 from synth.mocks import AwsMocks
+from synth.stack_files import ROOT, stacks
 
-ROOT = Path(__file__).resolve().parent.parent
+__all__ = [
+    "PROJECT",
+    "ROOT",
+    "SECRET",
+    "ProgramRun",
+    "RecordingMonitor",
+    "Registration",
+    "StackFileError",
+    "config_map",
+    "project_config",
+    "run_program",
+    "run_stack",
+    "stack_config",
+    "stack_file_config",
+    "stacks",
+]
+
 PROJECT = "gpu-eks"
 SECRET = "[secret]"
 
@@ -170,6 +190,8 @@ class ProgramRun:
     resources: list[Registration]
     outputs: dict[str, Any]
     secret_outputs: frozenset[str]
+    warnings: list[str] = field(default_factory=list)
+    """What the program logged with `pulumi.log.warn` (`pulumi preview` shows these as warnings)."""
 
     def of_type(self, type_token: str) -> list[Registration]:
         """Every registration of a type token, in registration order."""
@@ -188,20 +210,72 @@ class ProgramRun:
         return next(r for r in self.resources if r.urn == urn)
 
 
-def stacks(root: Path = ROOT) -> list[str]:
-    """Every committed stack: the `<stack>` of each `Pulumi.<stack>.yaml`."""
-    return sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in root.glob("Pulumi.*.yaml"))
+class StackFileError(Exception):
+    """A stack file the Pulumi CLI would refuse to load: YAML syntax, no `config:`, a malformed key."""
+
+
+def _load_yaml(path: Path) -> Any:
+    try:
+        return yaml.safe_load(path.read_text())
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f", line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        started = (
+            f" ({exc.context} at line {exc.context_mark.line + 1})"
+            if exc.context and exc.context_mark and exc.problem_mark
+            else ""
+        )
+        problem = exc.problem or exc.context
+        raise StackFileError(f"{path.name}{where}: not valid YAML: {problem}{started}") from None
 
 
 def stack_config(stack: str, root: Path = ROOT) -> dict[str, str]:
-    """The config map Pulumi would hand the program for `Pulumi.<stack>.yaml` (objects as JSON text)."""
-    return stack_file_config(root / f"Pulumi.{stack}.yaml")
+    """The config map Pulumi would hand the program for `Pulumi.<stack>.yaml` (objects as JSON text): the
+    project's config values from `Pulumi.yaml` (such as `pulumi:tags`), overridden by the stack's."""
+    return stack_file_config(root / f"Pulumi.{stack}.yaml", root)
 
 
-def stack_file_config(path: Path) -> dict[str, str]:
-    """The config map of a stack file, wherever it is."""
-    document = yaml.safe_load(path.read_text()) or {}
-    return config_map(document.get("config") or {})
+def stack_file_config(path: Path, root: Path = ROOT) -> dict[str, str]:
+    """The config map of a stack file wherever it is (`synth plan --from-config`), read as Pulumi reads a
+    stack file of the project at `root`. Raises `StackFileError` where the CLI would refuse the file."""
+    document = _load_yaml(path)
+    if not isinstance(document, dict) or "config" not in document:
+        raise StackFileError(
+            f"{path.name}: has no top-level `config:` mapping, so the stack would get no configuration; "
+            "put every setting under `config:` (e.g. `config:` then `  aws:region: us-west-2`)"
+        )
+    values = document["config"] or {}
+    if not isinstance(values, dict):
+        raise StackFileError(f"{path.name}: `config:` must be a mapping of keys to values")
+    keys = {str(key): _stack_key(str(key), path) for key in values}
+    return {**project_config(root), **config_map({keys[str(k)]: v for k, v in values.items()})}
+
+
+def _stack_key(key: str, path: Path) -> str:
+    """A stack-file key as Pulumi parses it (sdk/go/common/resource/config/key.go `ParseKey`): `ns:name`,
+    or the old `ns:config:name`; anything else makes the CLI refuse the file."""
+    parts = key.split(":")
+    if len(parts) == 2 and all(parts):
+        return key
+    if len(parts) == 3 and parts[1] == "config":
+        return f"{parts[0]}:{parts[2]}"
+    close = nearest(key, SECTIONS)
+    raise StackFileError(
+        f"{path.name}: {key!r} is not a configuration key: Pulumi expects <namespace>:<name>"
+        + (f" (did you mean {close}?)" if close else "")
+    )
+
+
+def project_config(root: Path = ROOT) -> dict[str, str]:
+    """Config values that `Pulumi.yaml` sets for every stack (`config: {key: {value: ...}}` or a plain value).
+    Keys without a namespace belong to the project, as Pulumi reads project config."""
+    document = _load_yaml(root / "Pulumi.yaml") or {}
+    values = {}
+    for key, entry in (document.get("config") or {}).items():
+        value = entry.get("value", entry.get("default")) if isinstance(entry, dict) else entry
+        if value is not None:
+            values[key if ":" in key else f"{PROJECT}:{key}"] = value
+    return config_map(values)
 
 
 def config_map(values: Mapping[str, Any]) -> dict[str, str]:
@@ -210,6 +284,18 @@ def config_map(values: Mapping[str, Any]) -> dict[str, str]:
         key if ":" in key else f"{PROJECT}:{key}": value if isinstance(value, str) else json.dumps(value)
         for key, value in values.items()
     }
+
+
+class _Warnings(logging.Handler):
+    """Collects what the program logs as warnings through the mock engine."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno == logging.WARNING:
+            self.messages.append(record.getMessage())
 
 
 def run_program(
@@ -226,12 +312,18 @@ def run_program(
     registered before that.
     """
     monitor = monitor or RecordingMonitor(AwsMocks(config.get("aws:region", "us-west-2")))
+    warnings = _Warnings()
+    logger = logging.getLogger("gpu-eks.synth.engine")
+    logger.propagate = False
+    logger.addHandler(warnings)
     settings.reset_options(project=project, stack=stack, preview=False)
     runtime_config.set_all_config(dict(config), [])
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     try:
-        pulumi.runtime.set_mocks(monitor.mocks, project=project, stack=stack, preview=False, monitor=monitor)
+        pulumi.runtime.set_mocks(
+            monitor.mocks, project=project, stack=stack, preview=False, monitor=monitor, logger=logger
+        )
         root = settings.get_root_resource()
         main = program or _run_main
         loop.run_until_complete(run_pulumi_func(main))
@@ -243,7 +335,8 @@ def run_program(
         monitor.close_thread_loops()
         settings.reset_options()
         runtime_config.set_all_config({}, [])
-    return ProgramRun(list(monitor.registrations), outputs, secret)
+        logger.removeHandler(warnings)
+    return ProgramRun(list(monitor.registrations), outputs, secret, warnings.messages)
 
 
 async def _resolve(exports: Mapping[str, Any]) -> tuple[dict[str, Any], frozenset[str]]:

@@ -497,6 +497,21 @@ def test_the_registered_rbac_is_the_least_privilege_one(mixed: ProgramRun) -> No
         ]
 
 
+def test_the_guard_pod_may_only_serve_metrics_and_reach_the_api(mixed: ProgramRun) -> None:
+    objects = _guard_objects(mixed)
+    policy = objects["NetworkPolicy"]
+    assert policy["metadata"]["namespace"] == "gpu-node-guard"
+    pod_labels = objects["Deployment"]["spec"]["template"]["metadata"]["labels"]
+    assert policy["spec"]["podSelector"]["matchLabels"].items() <= pod_labels.items()
+    assert policy["spec"]["policyTypes"] == ["Ingress", "Egress"]
+    assert policy["spec"]["ingress"] == [{"ports": [{"port": METRICS_PORT, "protocol": "TCP"}]}]
+    assert policy["spec"]["egress"] == [{"ports": [{"port": 443, "protocol": "TCP"}]}]
+    # The pod starts with its policy in place.
+    deployment = next(r for r in mixed.resources if r.type == "kubernetes:apps/v1:Deployment")
+    registered = mixed.one("kubernetes:networking.k8s.io/v1:NetworkPolicy", "gpu-node-guard-networkpolicy")
+    assert registered.urn in deployment.dependencies
+
+
 def test_the_guard_starts_after_the_karpenter_crds(mixed: ProgramRun) -> None:
     deployment = next(r for r in mixed.resources if r.type == "kubernetes:apps/v1:Deployment")
     assert any(d.endswith("::karpenter-crd") for d in deployment.dependencies)
