@@ -214,7 +214,12 @@ class StackFileError(Exception):
     """A stack file the Pulumi CLI would refuse to load: YAML syntax, no `config:`, a malformed key."""
 
 
-def _load_yaml(path: Path) -> Any:
+def _shown(path: Path, root: Path) -> str:
+    """A file as messages name it: by name in the project's root, else by its path (`--from-config`)."""
+    return path.name if path.parent.resolve() == root.resolve() else str(path)
+
+
+def _load_yaml(path: Path, shown: str | None = None) -> Any:
     try:
         return yaml.safe_load(path.read_text())
     except yaml.MarkedYAMLError as exc:
@@ -226,7 +231,7 @@ def _load_yaml(path: Path) -> Any:
             else ""
         )
         problem = exc.problem or exc.context
-        raise StackFileError(f"{path.name}{where}: not valid YAML: {problem}{started}") from None
+        raise StackFileError(f"{shown or path.name}{where}: not valid YAML: {problem}{started}") from None
 
 
 def stack_config(stack: str, root: Path = ROOT) -> dict[str, str]:
@@ -238,20 +243,21 @@ def stack_config(stack: str, root: Path = ROOT) -> dict[str, str]:
 def stack_file_config(path: Path, root: Path = ROOT) -> dict[str, str]:
     """The config map of a stack file wherever it is (`synth plan --from-config`), read as Pulumi reads a
     stack file of the project at `root`. Raises `StackFileError` where the CLI would refuse the file."""
-    document = _load_yaml(path)
+    shown = _shown(path, root)
+    document = _load_yaml(path, shown)
     if not isinstance(document, dict) or "config" not in document:
         raise StackFileError(
-            f"{path.name}: has no top-level `config:` mapping, so the stack would get no configuration; "
+            f"{shown}: has no top-level `config:` mapping, so the stack would get no configuration; "
             "put every setting under `config:` (e.g. `config:` then `  aws:region: us-west-2`)"
         )
     values = document["config"] or {}
     if not isinstance(values, dict):
-        raise StackFileError(f"{path.name}: `config:` must be a mapping of keys to values")
-    keys = {str(key): _stack_key(str(key), path) for key in values}
+        raise StackFileError(f"{shown}: `config:` must be a mapping of keys to values")
+    keys = {str(key): _stack_key(str(key), shown) for key in values}
     return {**project_config(root), **config_map({keys[str(k)]: v for k, v in values.items()})}
 
 
-def _stack_key(key: str, path: Path) -> str:
+def _stack_key(key: str, shown: str) -> str:
     """A stack-file key as Pulumi parses it (sdk/go/common/resource/config/key.go `ParseKey`): `ns:name`,
     or the old `ns:config:name`; anything else makes the CLI refuse the file."""
     parts = key.split(":")
@@ -261,7 +267,7 @@ def _stack_key(key: str, path: Path) -> str:
         return f"{parts[0]}:{parts[2]}"
     close = nearest(key, SECTIONS)
     raise StackFileError(
-        f"{path.name}: {key!r} is not a configuration key: Pulumi expects <namespace>:<name>"
+        f"{shown}: {key!r} is not a configuration key: Pulumi expects <namespace>:<name>"
         + (f" (did you mean {close}?)" if close else "")
     )
 
