@@ -8,7 +8,8 @@ import datetime
 import difflib
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Annotated, Any, ClassVar, Literal, Self
 
@@ -72,6 +73,18 @@ PLAUSIBLE_INSTANCES = 100
 a typo (an extra zero) there bills unnoticed until the next invoice."""
 PLAUSIBLE_GPUS = 256
 """More GPUs than this at a pool's caps gets a warning (32 eight-GPU nodes)."""
+
+
+@dataclass(frozen=True)
+class GpuUnits:
+    """What one node of each candidate instance type takes under the pool's `limits.nvidia.com/gpu`, in the
+    units Karpenter counts that cap in (`components.gpu_sharing.gpu_limit_units`): its GPUs, or its
+    time-slices or MIG devices when the pool's NodeOverlays tell Karpenter so."""
+
+    per_instance: Mapping[str, int]
+    """Instance type name -> units one node of it takes."""
+    unit: str = "GPUs"
+    """`GPUs`, `time-slices` or `MIG devices`."""
 
 
 class GpuCount(ConfigModel):
@@ -552,11 +565,12 @@ class NodePoolConfig(ConfigModel):
         table = instance_types()
         return tuple(table[it.name] for it in self.candidates() if it.name in table)
 
-    def problems(self, key: str) -> list[ConfigProblem]:
+    def problems(self, key: str, gpu_units: GpuUnits | None = None) -> list[ConfigProblem]:
         """Mistakes of a pool that validated as a model, each keyed down to its field (`key` is the pool's).
 
         Names that do not exist in EC2 (CPU pools; GPU pools refuse them in the model), GPU instances in a
-        CPU pool, requirements that leave nothing to launch, and limits below the smallest instance.
+        CPU pool, requirements that leave nothing to launch, and limits below the smallest instance (the GPU
+        limit in `gpu_units`; not checked without them, where they cannot be derived).
         """
         if self.kind == "cpu":
             problems = self._cpu_name_problems(key)
@@ -570,7 +584,7 @@ class NodePoolConfig(ConfigModel):
                         "(architecture, instanceFamilies and instanceTypes together)",
                     )
                 ]
-        return self._limit_problems(key)
+        return self._limit_problems(key, gpu_units)
 
     def _names_known(self) -> bool:
         """Whether every family and type the pool names is in the Karpenter reference (sizes known)."""
@@ -608,7 +622,7 @@ class NodePoolConfig(ConfigModel):
                     )
         return problems
 
-    def _limit_problems(self, key: str) -> list[ConfigProblem]:
+    def _limit_problems(self, key: str, gpu_units: GpuUnits | None) -> list[ConfigProblem]:
         """Karpenter launches only an instance whose capacity fits under what is left of every limit
         (kubernetes-sigs/karpenter v1.14.1 `filterByRemainingResources`): a limit below the smallest
         candidate's capacity means the pool never launches anything."""
@@ -616,7 +630,7 @@ class NodePoolConfig(ConfigModel):
         if not launchable:
             return []
         problems = []
-        for field, value, need, unit in self._limit_needs(launchable):
+        for field, value, need, unit in self._limit_needs(launchable, gpu_units):
             if value is not None and parse_quantity(value) < need[1]:
                 problems.append(
                     ConfigProblem(
@@ -631,39 +645,54 @@ class NodePoolConfig(ConfigModel):
         return problems
 
     def _limit_needs(
-        self, launchable: Sequence[InstanceTypeFacts]
+        self, launchable: Sequence[InstanceTypeFacts], gpu_units: GpuUnits | None
     ) -> list[tuple[str, str | None, tuple[str, Decimal], str]]:
-        """(limit field, its value, (smallest candidate, its amount), unit) for cpu, memory, GPUs."""
+        """(limit field, its value, (smallest candidate, its amount), unit) for cpu, memory and, with
+        `gpu_units`, GPUs."""
         cpu = min(((it.name, Decimal(it.vcpus)) for it in launchable), key=lambda x: x[1])
         # Memory capacity is the instance's memory less a VM overhead; allocatable is below it, so a limit
         # under the smallest allocatable memory is under every capacity Karpenter may assume.
         memory = min(((it.name, it.memory) for it in launchable), key=lambda x: x[1])
         needs = [("cpu", self.limits.cpu, cpu, "vCPUs"), ("memory", self.limits.memory, memory, "bytes")]
-        if self.kind == "gpu":
-            gpus = min(((it.name, Decimal(it.gpu_count)) for it in self.candidates()), key=lambda x: x[1])
-            needs.append(("nvidia.com/gpu", self.limits.nvidia_gpu, gpus, "GPUs"))
+        if self.kind == "gpu" and gpu_units is not None and gpu_units.per_instance:
+            name, units = min(gpu_units.per_instance.items(), key=lambda x: x[1])
+            needs.append(("nvidia.com/gpu", self.limits.nvidia_gpu, (name, Decimal(units)), gpu_units.unit))
         return needs
 
-    def worst_case(self) -> str | None:
+    def _gpus_at_cap(self, gpu_units: GpuUnits | None) -> int:
+        """The most physical GPUs the pool may hold under `limits.nvidia.com/gpu` (counted in `gpu_units`):
+        the cap over the fewest units per GPU among its candidates (e.g. 16 time-slices, 4 per GPU: 4)."""
+        limit = self.limits.nvidia_gpu
+        if self.kind != "gpu" or limit is None or gpu_units is None:
+            return 0
+        gpus = {it.name: it.gpu_count for it in self.candidates()}
+        per_gpu = max(
+            (Decimal(gpus[name]) / units for name, units in gpu_units.per_instance.items() if units),
+            default=Decimal(1),
+        )
+        return int(parse_quantity(limit) * per_gpu)
+
+    def worst_case(self, gpu_units: GpuUnits | None = None) -> str | None:
         """A sentence on the pool's worst case at its caps, when that is implausibly large; else None."""
         launchable = self.launchable()
         if not launchable:
             return None
         caps = []
-        for field, value, need, _ in self._limit_needs(launchable):
+        for field, value, need, _ in self._limit_needs(launchable, gpu_units):
             if value is not None:
                 caps.append((int(parse_quantity(value) / need[1]), field, need[0]))
         if not caps:
             return None
         instances, field, smallest = min(caps)
-        gpus = (
-            int(parse_quantity(self.limits.nvidia_gpu))
-            if self.kind == "gpu" and self.limits.nvidia_gpu is not None
-            else 0
-        )
+        gpus = self._gpus_at_cap(gpu_units)
         if instances <= PLAUSIBLE_INSTANCES and gpus <= PLAUSIBLE_GPUS:
             return None
-        gpu_text = f" and {gpus} GPUs" if self.kind == "gpu" else ""
+        slices = (
+            f" ({self.limits.nvidia_gpu} {gpu_units.unit})"
+            if gpu_units is not None and gpu_units.unit != "GPUs"
+            else ""
+        )
+        gpu_text = f" and {gpus} GPUs{slices}" if self.kind == "gpu" else ""
         return (
             f"pool {self.name}: at its limits it may run up to {instances} instances{gpu_text} at once "
             f"(limits.{field} over its smallest instance, {smallest}); check these caps are meant "

@@ -15,7 +15,7 @@ from components.gpu_operator_values import (
     MigProfileError,
     validate_gpu_pools,
 )
-from components.gpu_sharing import gpu_limits, pool_gpu_resource, sharing_capacity
+from components.gpu_sharing import gpu_limit_units, gpu_limits, pool_gpu_resource, sharing_capacity
 from components.karpenter_api import NodeOverlay
 from components.node_overlays import pool_overlays, stack_overlays
 from components.node_pools import pool_objects
@@ -35,7 +35,7 @@ from config.gpu_node_guard import GpuNodeGuardConfig
 from config.gpu_operator import GpuOperatorConfig
 from config.karpenter import KarpenterConfig
 from config.network import NetworkConfig
-from config.node_pools import NodePoolConfig
+from config.node_pools import GpuUnits, NodePoolConfig
 from config.smoke_test import SmokeTestConfig
 from config.types import AwsRegion
 from facts.aws_provider import provider_config_keys
@@ -192,12 +192,17 @@ def _node_pool_problems(config: StackConfig) -> list[ConfigProblem]:
         for taint_index, why in pool.startup_taint_problems():
             key = f"{PROJECT}:nodePools[{index}].startupTaints[{taint_index}].key"
             problems.append(ConfigProblem(key, why, pool.startup_taints[taint_index].key, True))
-        problems += pool.problems(f"{PROJECT}:nodePools[{index}]")
+        operator_problem = None
         if pool.kind == "gpu":
             try:
                 validate_gpu_pools([pool.gpu_profile()], config.gpu_operator)
             except ValueError as exc:
-                problems.append(ConfigProblem(f"{PROJECT}:nodePools[{index}]", str(exc)))
+                operator_problem = ConfigProblem(f"{PROJECT}:nodePools[{index}]", str(exc))
+        # The GPU cap's units come from what the operator makes of the pool: only once it accepts the pool.
+        units = _gpu_units(pool, config) if operator_problem is None else None
+        problems += pool.problems(f"{PROJECT}:nodePools[{index}]", units)
+        if operator_problem is not None:
+            problems.append(operator_problem)
     if not problems:
         try:
             validate_gpu_pools([p.gpu_profile() for p in config.gpu_pools], config.gpu_operator)
@@ -294,12 +299,21 @@ def _schema_message(error: ErrorDetails) -> str:
     return f"Karpenter would refuse {where}: {what}" if where else f"Karpenter would refuse it: {what}"
 
 
+def _gpu_units(pool: NodePoolConfig, config: StackConfig) -> GpuUnits | None:
+    """The units the pool's GPU cap counts in, or None where they cannot be derived (a MIG profile
+    `_gpu_sharing_problems` refuses)."""
+    try:
+        return gpu_limit_units(pool, config.gpu_operator, overlays=config.karpenter.gpu_sharing_overlays)
+    except MigProfileError:
+        return None
+
+
 def config_warnings(config: StackConfig) -> list[str]:
     """What is allowed but worth a second look in `pulumi preview` (an implausibly large pool)."""
     return [
         f"{PROJECT}:nodePools[{index}].limits: {case}"
         for index, pool in enumerate(config.node_pools)
-        if (case := pool.worst_case())
+        if (case := pool.worst_case(_gpu_units(pool, config)))
     ]
 
 

@@ -235,6 +235,79 @@ def test_an_implausibly_large_cap_is_declared_with_a_warning_stating_the_worst_c
     ]
 
 
+# A pool that shares its GPUs caps them in what its pods request (components/gpu_sharing.py), and its
+# NodeOverlays make Karpenter count each candidate in those units too: the checks count so as well.
+SLICED = gpu(instanceFamilies=["g6"], limits={"nvidia.com/gpu": "2"}, timeSlicing={"replicas": 4})
+
+
+@pytest.mark.parametrize(
+    ("pool", "sections", "expected"),
+    [
+        (
+            SLICED,
+            {},
+            "gpu-eks:nodePools[0].limits.nvidia.com/gpu = '2': is below what the smallest instance this pool "
+            "may launch brings (g6.xlarge: 4 time-slices), so the pool could never launch a node; raise it "
+            "to at least 4",
+        ),
+        (
+            gpu(
+                instanceFamilies=["p5"],
+                gpuCount={"min": 8},
+                limits={"nvidia.com/gpu": "8"},
+                mig={"profile": "all-1g.10gb"},
+            ),
+            {"gpuOperator": {"mig": {"strategy": "single"}}},
+            "limits.nvidia.com/gpu = '8': is below what the smallest instance this pool may launch brings "
+            "(p5.48xlarge: 56 MIG devices)",
+        ),
+        (
+            gpu(
+                instanceFamilies=["p5"],
+                gpuCount={"min": 8},
+                limits={"nvidia.com/gpu": "8"},
+                mig={"profile": "all-1g.10gb"},
+            ),
+            {"gpuOperator": {"mig": {"strategy": "mixed"}}},
+            "(p5.48xlarge: 56 MIG devices)",
+        ),
+    ],
+)
+def test_a_gpu_cap_below_one_node_counts_in_the_pools_units(
+    pool: dict[str, Any], sections: dict[str, Any], expected: str
+) -> None:
+    line = refused(nodePools=[pool], **sections)
+    assert expected in line, line
+
+
+@pytest.mark.parametrize(
+    ("limit", "sections"),
+    [
+        ("4", {}),  # one g6.xlarge sliced 4 ways: exactly one node
+        # Without NodeOverlays Karpenter counts the g6.xlarge's one GPU against the cap.
+        ("2", {"karpenter": {"gpuSharingOverlays": False}}),
+    ],
+)
+def test_a_gpu_cap_that_fits_one_node_in_karpenters_units_is_declared(
+    limit: str, sections: dict[str, Any]
+) -> None:
+    run = run_program(config(nodePools=[{**SLICED, "limits": {"nvidia.com/gpu": limit}}], **sections))
+    (pool,) = run.of_type("kubernetes:karpenter.sh/v1:NodePool")
+    assert pool.inputs["spec"]["limits"] == {"nvidia.com/gpu": limit}
+
+
+def test_the_worst_case_of_a_sliced_pool_counts_physical_gpus() -> None:
+    """1000 time-slices, 4 per GPU: at most 250 GPUs (not 1000), on 250 one-GPU nodes."""
+    pool = {**SLICED, "limits": {"nvidia.com/gpu": "1000"}}
+    run = run_program(config(nodePools=[pool]))
+    assert run.warnings == [
+        "gpu-eks:nodePools[0].limits: pool gpu-inference: at its limits it may run up to 250 instances and "
+        "250 GPUs (1000 time-slices) at once (limits.nvidia.com/gpu over its smallest instance, g6.xlarge); "
+        "check these caps are meant (more than 100 instances or 256 GPUs is unusual)"
+    ]
+    assert run_program(config(nodePools=[{**SLICED, "limits": {"nvidia.com/gpu": "400"}}])).warnings == []
+
+
 def test_committed_stacks_get_no_warning(any_stack: Any) -> None:
     assert any_stack.warnings == []
 

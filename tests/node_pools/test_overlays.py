@@ -329,7 +329,8 @@ def test_every_generated_mig_config_tells_karpenter_what_each_node_offers(
     raw = {
         "name": "p",
         "instanceTypes": list(names),
-        "limits": {"nvidia.com/gpu": "8"},
+        # In MIG devices (physical GPUs for all-balanced under mixed): room for an 8-GPU node of 7 each.
+        "limits": {"nvidia.com/gpu": "64"},
         "mig": {"profile": profile},
     }
     parsed = stack(raw, gpuOperator={"mig": {"strategy": strategy}})
