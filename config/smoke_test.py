@@ -1,11 +1,11 @@
 """The `gpu-eks:smokeTest` section: an optional CUDA job that proves a GPU pool works end to end."""
 
-from typing import Annotated, Self
+from typing import Self
 
 from pydantic import Field, model_validator
 
 from config.base import ConfigModel
-from config.types import KubernetesName, described
+from config.types import KubernetesName, PinnedImage
 
 DEFAULT_IMAGE = (
     "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0"
@@ -16,17 +16,6 @@ DEFAULT_IMAGE = (
 `vectoradd-cuda12.5.0` reported (github.com/bigstack-oss/cubecos issue #312), and the one NVIDIA's NemoClaw
 uses as its "immutable multi-architecture CUDA vectorAdd image" (NVIDIA_CONTAINER_GPU_PROOF_IMAGE).
 Kubernetes pulls by the digest; the tag only tells a reader what it is."""
-
-PinnedImage = Annotated[
-    str,
-    described(
-        r"[a-z0-9][a-z0-9._/:-]*(:[\w][\w.-]{0,127})?@sha256:[0-9a-f]{64}",
-        "an image pinned by digest, such as registry/repo:tag@sha256:<64 hex digits>, so every run tests the "
-        "same image (find the digest with `docker buildx imagetools inspect <image>` or "
-        "`crane digest <image>`)",
-    ),
-]
-"""A container image reference with its `@sha256:` digest."""
 
 
 class SmokeTestConfig(ConfigModel):

@@ -37,9 +37,9 @@ from config.karpenter import KarpenterConfig
 from config.network import NetworkConfig
 from config.node_pools import GpuUnits, NodePoolConfig
 from config.smoke_test import SmokeTestConfig
-from config.types import AwsRegion
+from config.types import AwsProfile, AwsRegion
 from facts.aws_provider import provider_config_keys
-from facts.partitions import Partition, partition_of_region
+from facts.partitions import Partition, partition_of_arn, partition_of_region
 
 
 class StackConfig(ConfigModel):
@@ -48,7 +48,7 @@ class StackConfig(ConfigModel):
     region: AwsRegion
     """The AWS region everything is created in (the AWS provider's own setting); it also picks the
     partition (`aws`, `aws-cn`, `aws-us-gov`) used in ARNs."""
-    profile: str | None = None
+    profile: AwsProfile | None = None
     """The AWS CLI profile the AWS provider uses (its own setting). The kubeconfig the program uses and
     exports then runs `aws eks get-token --profile <profile>`, so it authenticates as the same identity."""
     cluster: ClusterConfig
@@ -395,7 +395,36 @@ def _cluster_problems(config: StackConfig) -> list[ConfigProblem]:
     return [
         ConfigProblem(config_key(("cluster", *path)), message, value, True)
         for path, message, value in config.cluster.problems()
+    ] + _role_partition_problems(config)
+
+
+def _role_partition_problems(config: StackConfig) -> list[ConfigProblem]:
+    """Every role given an access entry must be of the region's partition: IAM principals never cross
+    partitions, so a role of another one could never sign in, and its access entry fails after the cluster
+    exists."""
+    cluster = config.cluster
+    roles: list[tuple[tuple[str | int, ...], str | None]] = [
+        *((("adminRoleArns", index), arn) for index, arn in enumerate(cluster.admin_role_arns)),
+        (("automation", "previewRoleArn"), cluster.automation.preview_role_arn),
+        (("automation", "deployRoleArn"), cluster.automation.deploy_role_arn),
     ]
+    problems = []
+    for path, arn in roles:
+        if arn is None:
+            continue
+        partition = partition_of_arn(arn, argument=config_key(("cluster", *path)))
+        if partition != config.partition:
+            problems.append(
+                ConfigProblem(
+                    config_key(("cluster", *path)),
+                    f"is a role of the {partition} partition, but aws:region {config.region} is in "
+                    f"{config.partition}: roles never cross partitions, so it could never sign in to this "
+                    f"cluster; use a role ARN of the form arn:{config.partition}:iam::<account>:role/<name>",
+                    arn,
+                    True,
+                )
+            )
+    return problems
 
 
 def _karpenter_replicas_problems(config: StackConfig) -> list[ConfigProblem]:

@@ -115,6 +115,16 @@ def _check_region(value: str) -> str:
 AwsRegion = Annotated[str, AfterValidator(_check_region)]
 """A region of a supported partition, as the AWS provider knows them (`pulumi_aws.Region`)."""
 
+AwsProfile = Annotated[
+    str,
+    described(
+        r"[^\[\]\x00-\x1f]+",
+        "the name of an AWS CLI profile (a [profile <name>] of ~/.aws/config), such as ml-platform; leave "
+        "aws:profile out to use the default credentials",
+    ),
+]
+"""An AWS CLI profile name: what goes between `[profile ` and `]` (botocore's config parser)."""
+
 IamRoleArn = Annotated[
     str,
     AfterValidator(
@@ -253,6 +263,17 @@ def _check_schedule(value: str) -> str:
 
 CronSchedule = Annotated[str, AfterValidator(_check_schedule)]
 """A disruption-budget schedule as Karpenter 1.14.1 parses it (`facts.cron`)."""
+
+PinnedImage = Annotated[
+    str,
+    described(
+        r"[a-z0-9][a-z0-9._/:-]*(:[\w][\w.-]{0,127})?@sha256:[0-9a-f]{64}",
+        "an image pinned by digest, such as registry/repo:tag@sha256:<64 hex digits>, so every pod runs the "
+        "same image (find the digest with `docker buildx imagetools inspect <image>` or "
+        "`crane digest <image>`)",
+    ),
+]
+"""A container image reference with its `@sha256:` digest (the smoke test's, the GPU node guard's)."""
 
 InstanceType = Annotated[
     str,

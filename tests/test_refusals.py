@@ -425,3 +425,128 @@ def test_regions_that_do_not_exist_in_a_supported_partition_are_refused(region: 
 def test_messages_use_the_words_of_the_stack_file(sections: dict[str, Any], expected: str) -> None:
     line = refused(**sections)
     assert expected in line, line
+
+
+# --- the keys of issue 10 (private access, automation, add-ons, upgrades, logs, profile, node guard) ----
+
+
+@pytest.mark.parametrize(
+    ("sections", "expected"),
+    [
+        (
+            {"cluster": {"name": "a", "endpoint": {"privateAccessCidrs": ["10.0.0.1/8"]}}},
+            "gpu-eks:cluster.endpoint.privateAccessCidrs[0] = '10.0.0.1/8': must be a CIDR block such as "
+            "203.0.113.0/24 (10.0.0.1/8 has host bits set)",
+        ),
+        (
+            {"cluster": {"name": "a", "endpoint": {"privateAccessSecurityGroupIds": ["sg-runner"]}}},
+            "gpu-eks:cluster.endpoint.privateAccessSecurityGroupIds[0] = 'sg-runner': must be a security "
+            "group id such as sg-0123456789abcdef0",
+        ),
+        (
+            {"cluster": {"name": "a", "endpoint": {"privateAccessSecurityGroupIds": "sg-0123456789abcdef0"}}},
+            "gpu-eks:cluster.endpoint.privateAccessSecurityGroupIds = 'sg-0123456789abcdef0': must be a list",
+        ),
+        (
+            {"cluster": {"name": "a", "automation": {"previewRole": "x"}}},
+            "gpu-eks:cluster.automation.previewRole = 'x': unknown key, did you mean previewRoleArn?",
+        ),
+        (
+            {"cluster": {"name": "a", "automation": {"deployRoleArn": "arn:aws:iam::111122223333:user/ci"}}},
+            "gpu-eks:cluster.automation.deployRoleArn = 'arn:aws:iam::111122223333:user/ci': must be an IAM "
+            "role ARN such as arn:aws:iam::111122223333:role/platform-admin",
+        ),
+        (
+            {"cluster": {"name": "a", "addons": {"vpcCni": {"version": "1.19"}}}},
+            "gpu-eks:cluster.addons.vpcCni.version = '1.19': must be an EKS add-on build such as "
+            "v1.19.2-eksbuild.1",
+        ),
+        (
+            {"cluster": {"name": "a", "addons": {"coredns": {"version": 1.11}}}},
+            "gpu-eks:cluster.addons.coredns.version = 1.11: must be text (quote it in YAML",
+        ),
+        (
+            {"cluster": {"name": "a", "addons": {"vpc-cni": {"version": "v1.19.2-eksbuild.1"}}}},
+            "gpu-eks:cluster.addons.vpc-cni: unknown key, did you mean vpcCni?",
+        ),
+        (
+            {"cluster": {"name": "a", "upgradePolicy": "standard"}},
+            "gpu-eks:cluster.upgradePolicy = 'standard': must be 'STANDARD' or 'EXTENDED'",
+        ),
+        (
+            {"cluster": {"name": "a", "logRetentionDays": 100}},
+            "gpu-eks:cluster.logRetentionDays = 100: must be one of the periods CloudWatch Logs accepts: "
+            "1, 3,",
+        ),
+        (
+            {"cluster": {"name": "a", "logRetentionDays": "90d"}},
+            "gpu-eks:cluster.logRetentionDays = '90d': must be a whole number",
+        ),
+        (
+            {"gpuNodeGuard": {"initializationTimeout": "1.5h"}},
+            "gpu-eks:gpuNodeGuard.initializationTimeout = '1.5h': must be a duration such as 30s, 5m or 336h "
+            "(units s, m, h), or Never; write whole numbers (1h30m, not 1.5h)",
+        ),
+        (
+            {"gpuNodeGuard": {"initializationTimeout": "5m"}},
+            "gpu-eks:gpuNodeGuard.initializationTimeout = '5m': must be at least 10m",
+        ),
+        (
+            {"gpuNodeGuard": {"image": "python:3.13-slim"}},
+            "gpu-eks:gpuNodeGuard.image = 'python:3.13-slim': must be an image pinned by digest, such as "
+            "registry/repo:tag@sha256:<64 hex digits>",
+        ),
+        (
+            {"gpuNodeGuard": {"syncInterval": 30}},
+            "gpu-eks:gpuNodeGuard.syncInterval = 30: unknown key, did you mean syncIntervalSeconds?",
+        ),
+        (
+            {"nodePools": [gpu(initializationTimeout="14d")]},
+            "gpu-eks:nodePools[0].initializationTimeout = '14d': must be a duration such as 30s, 5m or 336h "
+            "(units s, m, h), or Never; days are not a unit: write hours (14d is 336h)",
+        ),
+        (
+            {"nodePools": [gpu(initializationTimeout=30)]},
+            "gpu-eks:nodePools[0].initializationTimeout = 30: must be text",
+        ),
+        (
+            {"karpenter": {"gpuSharingOverlays": 2}},
+            "gpu-eks:karpenter.gpuSharingOverlays = 2: must be true or false",
+        ),
+    ],
+)
+def test_the_day_2_keys_are_refused_in_the_words_of_the_stack_file(
+    sections: dict[str, Any], expected: str
+) -> None:
+    line = refused(**sections)
+    assert line.startswith(expected), line
+
+
+@pytest.mark.parametrize("profile", ["", "  ", "[ml-platform]"])
+def test_an_aws_profile_that_names_no_profile_is_refused(profile: str) -> None:
+    line = refusal({**config(), "aws:profile": profile})
+    assert line == (
+        f"aws:profile = {profile!r}: must be the name of an AWS CLI profile (a [profile <name>] of "
+        "~/.aws/config), such as ml-platform; leave aws:profile out to use the default credentials"
+    )
+
+
+@pytest.mark.parametrize(
+    ("cluster", "key"),
+    [
+        ({"adminRoleArns": ["arn:aws:iam::111122223333:role/platform-admin"]}, "adminRoleArns[0]"),
+        (
+            {"automation": {"previewRoleArn": "arn:aws:iam::111122223333:role/ci"}},
+            "automation.previewRoleArn",
+        ),
+        (
+            {"automation": {"deployRoleArn": "arn:aws-us-gov:iam::111122223333:role/ci"}},
+            "automation.deployRoleArn",
+        ),
+    ],
+)
+def test_a_role_of_another_partition_than_the_region_is_refused(cluster: dict[str, Any], key: str) -> None:
+    line = refused("cn-north-1", cluster={"name": "a", **cluster})
+    assert line.startswith(f"gpu-eks:cluster.{key} = 'arn:aws"), line
+    assert "but aws:region cn-north-1 is in aws-cn: roles never cross partitions" in line
+    assert "use a role ARN of the form arn:aws-cn:iam::<account>:role/<name>" in line

@@ -114,7 +114,7 @@ def test_an_image_not_pinned_by_digest_is_refused_before_anything_exists(image: 
     assert isinstance(error, ConfigError)
     assert str(error).splitlines()[1] == (
         f"  - gpu-eks:smokeTest.image = {image!r}: must be an image pinned by digest, such as "
-        "registry/repo:tag@sha256:<64 hex digits>, so every run tests the same image (find the digest with "
+        "registry/repo:tag@sha256:<64 hex digits>, so every pod runs the same image (find the digest with "
         "`docker buildx imagetools inspect <image>` or `crane digest <image>`)"
     )
     assert monitor.registrations == []
