@@ -238,6 +238,13 @@ def test_an_implausibly_large_cap_is_declared_with_a_warning_stating_the_worst_c
 # A pool that shares its GPUs caps them in what its pods request (components/gpu_sharing.py), and its
 # NodeOverlays make Karpenter count each candidate in those units too: the checks count so as well.
 SLICED = gpu(instanceFamilies=["g6"], limits={"nvidia.com/gpu": "2"}, timeSlicing={"replicas": 4})
+# 8 H100 per node, 7 MIG devices each.
+P5_MIG = gpu(
+    instanceFamilies=["p5"],
+    gpuCount={"min": 8},
+    limits={"nvidia.com/gpu": "8"},
+    mig={"profile": "all-1g.10gb"},
+)
 
 
 @pytest.mark.parametrize(
@@ -251,23 +258,13 @@ SLICED = gpu(instanceFamilies=["g6"], limits={"nvidia.com/gpu": "2"}, timeSlicin
             "to at least 4",
         ),
         (
-            gpu(
-                instanceFamilies=["p5"],
-                gpuCount={"min": 8},
-                limits={"nvidia.com/gpu": "8"},
-                mig={"profile": "all-1g.10gb"},
-            ),
+            P5_MIG,
             {"gpuOperator": {"mig": {"strategy": "single"}}},
             "limits.nvidia.com/gpu = '8': is below what the smallest instance this pool may launch brings "
             "(p5.48xlarge: 56 MIG devices)",
         ),
         (
-            gpu(
-                instanceFamilies=["p5"],
-                gpuCount={"min": 8},
-                limits={"nvidia.com/gpu": "8"},
-                mig={"profile": "all-1g.10gb"},
-            ),
+            P5_MIG,
             {"gpuOperator": {"mig": {"strategy": "mixed"}}},
             "(p5.48xlarge: 56 MIG devices)",
         ),
