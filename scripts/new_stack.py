@@ -24,6 +24,7 @@ from synth.stack_files import (
     POLICY_CONFIG,
     PRODUCTION_RULE,
     ROOT,
+    api_open_to_all,
     cluster_name,
     cross_stack_problems,
     production_stacks,
@@ -120,12 +121,20 @@ def new_stack(name: str, source: str, *, cluster: str | None, production: bool |
         taken = [c for s in existing if (c := vpc_cidr(s, root)) is not None]
         cidr = free_cidr(ipaddress.ip_network(source_cidr).prefixlen, taken)
         text = _replace_in_section(text, "network", "cidr", cidr)
-    first, _, rest = text.partition("\n")
-    if first.startswith(f"# {source}:"):
-        text = rest
+    lines = text.splitlines(keepends=True)
+    if lines and lines[0].startswith(f"# {source}:"):
+        # The source's header comment (every line up to the first that is not a comment) is about it.
+        header = next((i for i, line in enumerate(lines) if not line.startswith("#")), len(lines))
+        text = "".join(lines[header:])
+    production = source in production_stacks(root) if production is None else production
+    runner = (
+        " from the runner named by vars.PROD_RUNS_ON"
+        if production or not api_open_to_all(source, root)
+        else ""
+    )
     text = (
         f"# {name}: copied from Pulumi.{source}.yaml by `python -m scripts.new_stack` (own cluster name and "
-        f"VPC CIDR).\n# Deploy with `pulumi stack select {name} && pulumi up`.\n{text}"
+        f"VPC CIDR).\n# Deploy with `pulumi stack select {name} && pulumi up`{runner}.\n{text}"
     )
     document = yaml.safe_load(text)
     if document["config"]["gpu-eks:cluster"]["name"] != cluster:
@@ -133,7 +142,6 @@ def new_stack(name: str, source: str, *, cluster: str | None, production: bool |
     path = root / f"Pulumi.{name}.yaml"
     path.write_text(text)
 
-    production = source in production_stacks(root) if production is None else production
     if production:
         config_path = root / POLICY_CONFIG
         listed = json.loads(config_path.read_text())[PRODUCTION_RULE]["productionStacks"]

@@ -51,6 +51,14 @@ def test_new_stack_from_prod_gets_its_own_name_network_and_production_listing(re
     assert cross_stack_problems(repo) == []  # its own name and a CIDR overlapping no other stack's
     assert name in production_stacks(repo)
     assert "# the prod runner's NAT egress (EIP); nothing else" in path.read_text()  # comments kept
+    # Its own header in place of prod's (all of it), saying where it deploys from.
+    assert path.read_text().splitlines()[:3] == [
+        f"# {name}: copied from Pulumi.prod.yaml by `python -m scripts.new_stack` (own cluster name and VPC "
+        "CIDR).",
+        f"# Deploy with `pulumi stack select {name} && pulumi up` from the runner named by "
+        "vars.PROD_RUNS_ON.",
+        "config:",
+    ]
     parsed = parse_stack_config(stack_config(name, repo))
     prod = parse_stack_config(stack_config("prod", repo))
     assert parsed.node_pools == prod.node_pools
@@ -63,6 +71,10 @@ def test_new_stack_writes_its_snapshot(repo: Path, capsys: pytest.CaptureFixture
     assert name not in production_stacks(repo)
     assert (repo / "snapshots" / name / "resources.yaml").is_file()
     assert f"ml-{name}" in (repo / "snapshots" / name / "outputs.yaml").read_text()
+    assert (repo / f"Pulumi.{name}.yaml").read_text().splitlines()[1:3] == [
+        f"# Deploy with `pulumi stack select {name} && pulumi up`.",
+        "config:",
+    ]
     assert f"Pulumi.{name}.yaml: written" in capsys.readouterr().out
 
 
