@@ -13,6 +13,7 @@ from components.network import Network
 from components.node_overlays import NodeOverlays
 from components.node_pools import NodePools, pool_contract
 from components.smoke_test import SmokeTest
+from components.storage import BlockStorage
 from config.stack import load_stack_config
 
 config = load_stack_config()  # Fails with every config mistake before any resource is registered.
@@ -39,8 +40,17 @@ cluster = Cluster(
     config=config.cluster,
     partition=config.partition,
     vpc_id=network.vpc_id,
-    private_subnet_ids=network.private_subnet_ids,
+    control_plane_subnet_ids=network.control_plane_subnet_ids,
+    node_subnet_ids=network.private_subnet_ids,
     public_subnet_ids=network.public_subnet_ids,
+    tags=tags,
+    profile=config.profile,
+)
+BlockStorage(
+    "storage",
+    cluster=cluster,
+    version=config.cluster.addons.ebs_csi_driver.version,
+    partition=config.partition,
     tags=tags,
 )
 karpenter = Karpenter(
@@ -51,6 +61,7 @@ karpenter = Karpenter(
     region=config.region,
     partition=config.partition,
     tags=tags,
+    subnet_discovery=network.discovery,
 )
 gpu_operator = GpuOperator(
     "gpu-operator",
@@ -112,7 +123,7 @@ contract.export(
         "clusterCertificateAuthority": cluster.certificate_authority,
         "kubeconfig": cluster.kubeconfig,
         "oidcProviderArn": cluster.oidc_provider_arn,
-        "oidcProviderUrl": cluster.oidc_provider_url,
+        "oidcProviderUrl": cluster.oidc_issuer,
         "vpcId": network.vpc_id,
         "privateSubnetIds": network.private_subnet_ids,
         "karpenterNodeRoleName": karpenter.node_role_name,

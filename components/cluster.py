@@ -1,6 +1,16 @@
-"""Cluster: the EKS control plane (pulumi-eks), the system node group, add-ons, admin access entries and
-the Kubernetes provider every Kubernetes resource of the program uses."""
+"""Cluster: the EKS control plane (pulumi-eks) and its log group, who may reach its API, the system node
+group, the add-ons every node needs, access entries and the Kubernetes provider every Kubernetes resource
+of the program uses.
 
+Versions move together: the control plane, the system node group and every add-on follow
+`kubernetesVersion`, and each of them is addressed to the cluster through an output that resolves only
+once the control plane exists (and, on an upgrade, runs the new version), so the control plane goes first.
+"""
+
+import copy
+import ipaddress
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pulumi
@@ -10,7 +20,16 @@ import pulumi_kubernetes as k8s
 
 from components.karpenter.iam import managed_policy_arn, node_role_trust_policy
 from components.network import DISCOVERY_TAG
-from config.cluster import ClusterConfig
+from config.cluster import ClusterConfig, EndpointConfig
+from facts.eks import (
+    CLUSTER_ADMIN_POLICY,
+    COREDNS,
+    KUBE_PROXY,
+    POD_IDENTITY_AGENT,
+    VPC_CNI,
+    cluster_access_policy_arn,
+    control_plane_log_group,
+)
 from facts.partitions import Partition
 
 SYSTEM_NODE_LABEL = "gpu-eks.io/node-group"
@@ -20,13 +39,120 @@ SYSTEM_NODE_SELECTOR = {SYSTEM_NODE_LABEL: "system"}
 NODE_POLICIES = ("AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy", "AmazonEC2ContainerRegistryPullOnly")
 """Managed policies of the system node group's role."""
 
-ADMIN_ACCESS_POLICY = "AmazonEKSClusterAdminPolicy"
+API_PORT = 443
 
-ADDONS_BEFORE_NODES = ("eks-pod-identity-agent",)
-"""DaemonSet add-ons that can be ACTIVE before any node exists (vpc-cni and kube-proxy are managed by
-pulumi-eks itself)."""
-ADDONS_AFTER_NODES = ("coredns",)
-"""Deployment add-ons that only become ACTIVE once nodes can run them."""
+
+@dataclass(frozen=True)
+class ClusterAddon:
+    """An EKS add-on the cluster component manages."""
+
+    name: str
+    """EKS add-on name."""
+    config_field: str
+    """Field of `AddonsConfig` that may pin its version."""
+    after_nodes: bool
+    """Deployments only become ACTIVE once nodes can run them; DaemonSets are ACTIVE with no node."""
+    preserve: bool = False
+    """Leave the software in the cluster when the add-on resource is deleted (pod networking and service
+    routing must survive taking the add-on out of the stack)."""
+
+
+ADDONS = (
+    ClusterAddon(VPC_CNI, "vpc_cni", after_nodes=False, preserve=True),
+    ClusterAddon(KUBE_PROXY, "kube_proxy", after_nodes=False, preserve=True),
+    ClusterAddon(POD_IDENTITY_AGENT, "pod_identity_agent", after_nodes=False),
+    ClusterAddon(COREDNS, "coredns", after_nodes=True),
+)
+"""The add-ons of the cluster component, in creation order (the EBS CSI driver belongs to BlockStorage).
+
+pulumi-eks 4.4.0 would manage vpc-cni and kube-proxy itself, resolving the newest build on every `up`
+(`mostRecent: true` in nodejs/eks/cluster/cluster.ts and addons/cni-addon.ts, pulumi/pulumi-eks
+@ccf53f17); it is told to leave them alone (`useDefaultVpcCni`, `kubeProxyAddonOptions.enabled: false`) and
+they are declared here like the others, so they are pinned and the declared graph orders them."""
+
+PULUMI_EKS_ADDON_PARENTS = {
+    VPC_CNI: "eks:index:VpcCniAddon",
+    KUBE_PROXY: None,
+}
+"""Where pulumi-eks 4.4.0 declared the add-ons taken over here, under its `eks:index:Cluster` component:
+the vpc-cni `aws:eks/addon:Addon` inside an `eks:index:VpcCniAddon` component, kube-proxy directly
+(both named `<cluster resource>-<add-on>`; nodejs/eks/cluster/cluster.ts @ccf53f17). Aliases to those URNs
+turn the takeover into an update of the existing add-ons in stacks deployed before it."""
+
+
+@dataclass(frozen=True)
+class ApiAccessRule:
+    """One tcp/443 ingress rule on the cluster security group, letting a network reach the private API."""
+
+    name: str
+    """Logical-name suffix, derived from the source alone: adding a source never renames the others."""
+    description: str
+    cidr_ipv4: str | None = None
+    cidr_ipv6: str | None = None
+    referenced_security_group_id: str | None = None
+
+
+def api_access_rules(endpoint: EndpointConfig) -> list[ApiAccessRule]:
+    """One rule per `privateAccessCidrs` and `privateAccessSecurityGroupIds` entry."""
+    rules = []
+    for cidr in endpoint.private_access_cidrs:
+        ipv6 = ipaddress.ip_network(cidr).version == 6
+        rules.append(
+            ApiAccessRule(
+                name=f"api-from-{cidr.replace(':', '-').replace('/', '-')}",
+                description=f"Kubernetes API from {cidr} (cluster.endpoint.privateAccessCidrs)",
+                cidr_ipv6=cidr if ipv6 else None,
+                cidr_ipv4=None if ipv6 else cidr,
+            )
+        )
+    for group in endpoint.private_access_security_group_ids:
+        rules.append(
+            ApiAccessRule(
+                name=f"api-from-{group}",
+                description=f"Kubernetes API from {group} (cluster.endpoint.privateAccessSecurityGroupIds)",
+                referenced_security_group_id=group,
+            )
+        )
+    return rules
+
+
+@dataclass(frozen=True)
+class AccessGrant:
+    """An IAM role given an access policy on the whole cluster."""
+
+    name: str
+    """Logical-name suffix of its access entry and policy association, derived from the principal alone."""
+    principal_arn: str
+    policy: str
+    previous_name: str | None = None
+    """The suffix earlier versions used (by list position); an alias moves that state to `name`."""
+
+
+def access_grants(config: ClusterConfig) -> list[AccessGrant]:
+    """Admins and the CI roles. Both CI roles need cluster admin: `pulumi preview` diffs Kubernetes objects
+    by server-side dry-run, which is authorized like the write itself, on cluster-scoped kinds too."""
+    grants = [
+        # Named after the principal, not its position: adding or removing an admin elsewhere in the list
+        # never replaces this entry (a create-first replacement would collide with the old entry of the
+        # same principal).
+        AccessGrant(
+            f"admin-{principal_label(arn)}", arn, CLUSTER_ADMIN_POLICY, previous_name=f"admin-{index}"
+        )
+        for index, arn in enumerate(config.admin_role_arns)
+    ]
+    for purpose, arn in (
+        ("preview", config.automation.preview_role_arn),
+        ("deploy", config.automation.deploy_role_arn),
+    ):
+        if arn is not None:
+            grants.append(AccessGrant(f"automation-{purpose}", arn, CLUSTER_ADMIN_POLICY))
+    return grants
+
+
+def principal_label(arn: str) -> str:
+    """`<account>-<name>` of an IAM principal ARN: a name for its access entry that stays the same when
+    principals are added to or removed from the list around it (role names are unique per account)."""
+    return f"{arn.split(':')[4]}-{arn.rsplit('/', 1)[-1]}"
 
 
 def kubeconfig_endpoint(kubeconfig: dict[str, Any]) -> str:
@@ -39,20 +165,86 @@ def kubeconfig_certificate_authority(kubeconfig: dict[str, Any]) -> str:
     return str(kubeconfig["clusters"][0]["cluster"]["certificate-authority-data"])
 
 
+def kubeconfig_with_profile(kubeconfig: dict[str, Any], profile: str) -> dict[str, Any]:
+    """`kubeconfig` whose `aws eks get-token` runs with `--profile <profile>`.
+
+    pulumi-eks 4.4.0 adds the profile only to the kubeconfig of its own internal provider; the `kubeconfig`
+    and `kubeconfigJson` outputs are generated without it (`genKubeconfig(false)` in
+    nodejs/eks/cluster/cluster.ts @ccf53f17), so without this a `pulumi up` under `aws:profile` would
+    authenticate to the cluster with the default credentials. An argument rather than `AWS_PROFILE`, as
+    pulumi-eks does it, because ambient credentials override that variable.
+    """
+    result = copy.deepcopy(kubeconfig)
+    for user in result["users"]:
+        command = user["user"]["exec"]
+        args = [str(a) for a in command["args"]]
+        if "--profile" not in args:
+            command["args"] = [*args, "--profile", profile]
+    return result
+
+
+def default_addon_version(addon: str, kubernetes_version: str, parent: pulumi.Resource) -> pulumi.Output[str]:
+    """The build EKS marks as default for `addon` on `kubernetes_version` (not the newest: that moves on
+    every release and would roll the add-on out unreviewed)."""
+    return aws.eks.get_addon_version_output(
+        addon_name=addon,
+        kubernetes_version=kubernetes_version,
+        most_recent=False,
+        opts=pulumi.InvokeOutputOptions(parent=parent),
+    ).version
+
+
+def eks_addon(
+    resource_name: str,
+    *,
+    cluster_name: pulumi.Input[str],
+    addon: str,
+    version: pulumi.Input[str],
+    tags: dict[str, str],
+    opts: pulumi.ResourceOptions,
+    **extra: Any,
+) -> aws.eks.Addon:
+    """An EKS add-on at `version`, taking over whatever EKS bootstrapped instead of failing on conflict."""
+    return aws.eks.Addon(
+        resource_name,
+        cluster_name=cluster_name,
+        addon_name=addon,
+        addon_version=version,
+        resolve_conflicts_on_create="OVERWRITE",
+        resolve_conflicts_on_update="OVERWRITE",
+        tags=tags,
+        opts=opts,
+        **extra,
+    )
+
+
+def pulumi_eks_child_urn(cluster_urn: str, child_type: str, child_name: str) -> str:
+    """The URN of a resource pulumi-eks declares right under its `eks:index:Cluster` (`cluster_urn`)."""
+    head, _, _ = cluster_urn.rpartition("::")
+    return f"{head}${child_type}::{child_name}"
+
+
 class Cluster(pulumi.ComponentResource):
     """An EKS cluster in API authentication mode with an on-demand system node group."""
 
     name: pulumi.Output[str]
     """The cluster name; resolves only once the control plane exists, so it carries that dependency."""
+    kubernetes_version: str
     endpoint: pulumi.Output[str]
     certificate_authority: pulumi.Output[str]
     kubeconfig: pulumi.Output[Any]
     oidc_provider_arn: pulumi.Output[str]
-    oidc_provider_url: pulumi.Output[str]
+    oidc_issuer: pulumi.Output[str]
+    """The OIDC issuer without `https://`, as IAM condition keys (`<issuer>:sub`) spell it."""
     security_group_id: pulumi.Output[str]
     provider: k8s.Provider
     system_node_group: aws.eks.NodeGroup
+    addons: dict[str, aws.eks.Addon]
     pod_identity_agent: aws.eks.Addon
+    controller_dependencies: list[pulumi.Resource]
+    """What a controller on the system nodes needs while it runs and drains: DNS, pod networking, service
+    routing, Pod Identity and the security group's discovery tag. Karpenter's release depends on them, so
+    they outlive it on `pulumi destroy` while it terminates its instances."""
 
     def __init__(
         self,
@@ -61,21 +253,38 @@ class Cluster(pulumi.ComponentResource):
         config: ClusterConfig,
         partition: Partition,
         vpc_id: pulumi.Input[str],
-        private_subnet_ids: pulumi.Input[list[str]],
+        control_plane_subnet_ids: pulumi.Input[list[str]],
+        node_subnet_ids: pulumi.Input[list[str]],
         public_subnet_ids: pulumi.Input[list[str]],
         tags: dict[str, str],
+        profile: str | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
+        """`control_plane_subnet_ids` may resolve before the subnets route to the internet (the control
+        plane needs no egress); `node_subnet_ids` must not. `profile` is the stack's `aws:profile`."""
         super().__init__("gpu-eks:cluster:Cluster", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         protected = pulumi.ResourceOptions(parent=self, protect=config.protect)
+        self.kubernetes_version = config.kubernetes_version
 
+        # EKS would create this group itself on first use, with no retention; ours exists first.
+        log_group = (
+            aws.cloudwatch.LogGroup(
+                f"{name}-control-plane-logs",
+                name=control_plane_log_group(config.name),
+                retention_in_days=config.log_retention_days,
+                tags=tags,
+                opts=protected,
+            )
+            if config.log_types
+            else None
+        )
         cluster = eks.Cluster(
             name,
             name=config.name,
             version=config.kubernetes_version,
             vpc_id=vpc_id,
-            private_subnet_ids=private_subnet_ids,
+            private_subnet_ids=control_plane_subnet_ids,
             public_subnet_ids=public_subnet_ids,
             # Access entries only: no aws-auth ConfigMap to drift or lock people out.
             authentication_mode=eks.AuthenticationMode.API,
@@ -89,24 +298,65 @@ class Cluster(pulumi.ComponentResource):
             if config.endpoint.public_access
             else None,
             enabled_cluster_log_types=list(config.log_types),
-            # pulumi-eks would keep CoreDNS self-managed without a default node group; we manage the
-            # add-on ourselves, after the system nodes exist.
+            upgrade_policy=aws.eks.ClusterUpgradePolicyArgs(support_type=config.upgrade_policy),
+            # Every add-on is declared below, pinned; pulumi-eks would manage vpc-cni, kube-proxy (newest
+            # build on every up) and a self-managed CoreDNS.
+            use_default_vpc_cni=True,
+            kube_proxy_addon_options=eks.KubeProxyAddonOptionsArgs(enabled=False),
             coredns_addon_options=eks.CoreDnsAddonOptionsArgs(enabled=False),
+            provider_credential_opts=eks.KubeconfigOptionsArgs(profile_name=profile) if profile else None,
             deletion_protection=config.protect,
             tags=tags,
-            opts=protected,
+            opts=pulumi.ResourceOptions(
+                parent=self, protect=config.protect, depends_on=[log_group] if log_group else None
+            ),
         )
         self.security_group_id = cluster.cluster_security_group_id
         self.name = self.security_group_id.apply(lambda _: config.name)
-        self.kubeconfig = pulumi.Output.secret(cluster.kubeconfig)
-        self.endpoint = pulumi.Output.unsecret(cluster.kubeconfig.apply(kubeconfig_endpoint))
-        self.certificate_authority = pulumi.Output.unsecret(
-            cluster.kubeconfig.apply(kubeconfig_certificate_authority)
-        )
         self.oidc_provider_arn = cluster.oidc_provider_arn
-        self.oidc_provider_url = cluster.oidc_provider_url
+        self.oidc_issuer = cluster.oidc_issuer
 
-        aws.ec2.Tag(
+        # --- Who reaches the API: the private endpoint admits only the cluster security group itself. ---
+        api_access: list[pulumi.Resource] = [
+            aws.vpc.SecurityGroupIngressRule(
+                f"{name}-{rule.name}",
+                security_group_id=self.security_group_id,
+                ip_protocol="tcp",
+                from_port=API_PORT,
+                to_port=API_PORT,
+                cidr_ipv4=rule.cidr_ipv4,
+                cidr_ipv6=rule.cidr_ipv6,
+                referenced_security_group_id=rule.referenced_security_group_id,
+                description=rule.description,
+                tags=tags,
+                opts=child,
+            )
+            for rule in api_access_rules(config.endpoint)
+        ]
+        for grant in access_grants(config):
+            grant_opts = pulumi.ResourceOptions(
+                parent=self,
+                aliases=[pulumi.Alias(name=f"{name}-{grant.previous_name}")] if grant.previous_name else None,
+            )
+            entry = aws.eks.AccessEntry(
+                f"{name}-{grant.name}",
+                cluster_name=self.name,
+                principal_arn=grant.principal_arn,
+                type="STANDARD",
+                tags=tags,
+                opts=grant_opts,
+            )
+            association = aws.eks.AccessPolicyAssociation(
+                f"{name}-{grant.name}",
+                cluster_name=self.name,
+                principal_arn=entry.principal_arn,
+                policy_arn=cluster_access_policy_arn(partition, grant.policy),
+                access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
+                opts=grant_opts,
+            )
+            api_access += [entry, association]
+
+        discovery = aws.ec2.Tag(
             f"{name}-sg-discovery",
             resource_id=self.security_group_id,
             key=DISCOVERY_TAG,
@@ -114,8 +364,14 @@ class Cluster(pulumi.ComponentResource):
             opts=child,
         )
 
-        addons = {addon: self._addon(name, addon, child, tags) for addon in ADDONS_BEFORE_NODES}
-        self.pod_identity_agent = addons["eks-pod-identity-agent"]
+        # --- Add-ons that run before any node, then the system nodes, then the add-ons they host. ---
+        self.addons = {}
+        for addon in ADDONS:
+            if not addon.after_nodes:
+                self.addons[addon.name] = self._addon(
+                    name, addon, config=config, cluster=cluster, tags=tags, opts=child
+                )
+        self.pod_identity_agent = self.addons[POD_IDENTITY_AGENT]
 
         node_role = aws.iam.Role(
             f"{name}-system-nodes",
@@ -136,8 +392,10 @@ class Cluster(pulumi.ComponentResource):
         self.system_node_group = aws.eks.NodeGroup(
             f"{name}-system",
             cluster_name=self.name,
+            # Follows the control plane: EKS refuses the next minor upgrade while a node group lags.
+            version=config.kubernetes_version,
             node_role_arn=node_role.arn,
-            subnet_ids=private_subnet_ids,
+            subnet_ids=node_subnet_ids,
             instance_types=list(nodes.instance_types),
             capacity_type="ON_DEMAND",
             ami_type=nodes.ami_type,
@@ -156,52 +414,69 @@ class Cluster(pulumi.ComponentResource):
             ),
         )
         after_nodes = pulumi.ResourceOptions(parent=self, depends_on=[self.system_node_group])
-        for addon in ADDONS_AFTER_NODES:
-            self._addon(name, addon, after_nodes, tags)
+        for addon in ADDONS:
+            if addon.after_nodes:
+                self.addons[addon.name] = self._addon(
+                    name, addon, config=config, cluster=cluster, tags=tags, opts=after_nodes
+                )
+        self.controller_dependencies = [*self.addons.values(), discovery]
 
-        for index, role_arn in enumerate(config.admin_role_arns):
-            entry = aws.eks.AccessEntry(
-                f"{name}-admin-{index}",
-                cluster_name=self.name,
-                principal_arn=role_arn,
-                type="STANDARD",
-                tags=tags,
-                opts=child,
-            )
-            aws.eks.AccessPolicyAssociation(
-                f"{name}-admin-{index}",
-                cluster_name=self.name,
-                principal_arn=entry.principal_arn,
-                policy_arn=f"arn:{partition}:eks::aws:cluster-access-policy/{ADMIN_ACCESS_POLICY}",
-                access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
-                opts=child,
-            )
-
+        # --- The Kubernetes provider, reaching the API only once the way in exists. ---
+        kubeconfig = (
+            cluster.kubeconfig.apply(lambda value: kubeconfig_with_profile(value, profile))
+            if profile
+            else cluster.kubeconfig
+        )
+        self.kubeconfig = pulumi.Output.secret(kubeconfig)
+        self.endpoint = pulumi.Output.unsecret(cluster.kubeconfig.apply(kubeconfig_endpoint))
+        self.certificate_authority = pulumi.Output.unsecret(
+            cluster.kubeconfig.apply(kubeconfig_certificate_authority)
+        )
         self.provider = k8s.Provider(
             f"{name}-k8s",
-            kubeconfig=cluster.kubeconfig_json,
+            kubeconfig=pulumi.Output.json_dumps(kubeconfig) if profile else cluster.kubeconfig_json,
             enable_server_side_apply=True,
-            opts=child,
+            # Every Kubernetes resource uses this provider, so on `pulumi destroy` all of them go before the
+            # ingress rules and access entries the deployer reaches the API through.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=api_access),
         )
         self.register_outputs(
             {
                 "name": self.name,
                 "endpoint": self.endpoint,
                 "oidcProviderArn": self.oidc_provider_arn,
+                "oidcIssuer": self.oidc_issuer,
                 "securityGroupId": self.security_group_id,
             }
         )
 
     def _addon(
-        self, name: str, addon: str, opts: pulumi.ResourceOptions, tags: dict[str, str]
+        self,
+        name: str,
+        addon: ClusterAddon,
+        *,
+        config: ClusterConfig,
+        cluster: eks.Cluster,
+        tags: dict[str, str],
+        opts: pulumi.ResourceOptions,
     ) -> aws.eks.Addon:
-        return aws.eks.Addon(
-            f"{name}-{addon}",
+        resource_name = f"{name}-{addon.name}"
+        aliases: Sequence[pulumi.Input[pulumi.Alias]] = ()
+        if addon.name in PULUMI_EKS_ADDON_PARENTS:
+            component = PULUMI_EKS_ADDON_PARENTS[addon.name]
+            parent: pulumi.Input[str] = (
+                cluster.urn.apply(lambda urn: pulumi_eks_child_urn(urn, component, resource_name))
+                if component
+                else cluster.urn
+            )
+            aliases = [pulumi.Alias(parent=parent)]
+        return eks_addon(
+            resource_name,
             cluster_name=self.name,
-            addon_name=addon,
-            # Take over whatever EKS bootstrapped (self-managed CoreDNS) instead of failing on conflict.
-            resolve_conflicts_on_create="OVERWRITE",
-            resolve_conflicts_on_update="OVERWRITE",
+            addon=addon.name,
+            version=config.addons.pinned(addon.config_field)
+            or default_addon_version(addon.name, config.kubernetes_version, self),
             tags=tags,
-            opts=opts,
+            preserve=addon.preserve or None,
+            opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(aliases=list(aliases))),
         )

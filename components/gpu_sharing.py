@@ -10,10 +10,10 @@ contract in the same units.
 
 from components.gpu_operator_values import NVIDIA_GPU, MigProfileError, advertised_gpu_resources
 from config.gpu_operator import GpuOperatorConfig
-from config.node_pools import NodePoolConfig
+from config.node_pools import GpuUnits, NodePoolConfig
 from facts.instance_types import GpuInstanceType
 
-__all__ = ["gpu_limits", "pool_gpu_resource", "sharing_capacity", "slices_per_gpu"]
+__all__ = ["gpu_limit_units", "gpu_limits", "pool_gpu_resource", "sharing_capacity", "slices_per_gpu"]
 
 
 def sharing_capacity(
@@ -108,3 +108,26 @@ def gpu_limits(pool: NodePoolConfig, gpu_operator: GpuOperatorConfig) -> dict[st
         )
     (per_gpu,) = shapes
     return limits | {name: str(int(limit) * count) for name, count in per_gpu}
+
+
+def gpu_limit_units(pool: NodePoolConfig, gpu_operator: GpuOperatorConfig, *, overlays: bool) -> GpuUnits:
+    """What one node of each candidate instance type takes under the pool's `limits.nvidia.com/gpu`, as
+    Karpenter counts it: an instance fits only if its capacity of every resource of `gpu_limits` is under
+    that resource's cap (kubernetes-sigs/karpenter v1.14.1 `filterByRemainingResources`).
+
+    With the pool's NodeOverlays (`overlays`) that capacity is what the nodes advertise: time-slices, MIG
+    devices (`single`), or under `mixed` the MIG resource, whose cap is the limit, or with several MIG
+    resources the limit in physical GPUs times each resource's devices per GPU, so a node takes its GPUs.
+    Without overlays Karpenter's table counts physical GPUs. Raises `MigProfileError` as `sharing_capacity`.
+    """
+    if pool.kind != "gpu":
+        return GpuUnits({})
+    capacity = sharing_capacity(pool, gpu_operator) if overlays else {}
+    physical = len(_mig_resources(capacity)) > 1
+    per_instance = {
+        it.name: max(capacity[it].values()) if it in capacity and not physical else it.gpu_count
+        for it in pool.candidates()
+    }
+    sliced = any(per_instance[it.name] != it.gpu_count for it in pool.candidates())
+    unit = ("time-slices" if pool.time_slicing else "MIG devices") if sliced else "GPUs"
+    return GpuUnits(per_instance, unit)

@@ -47,7 +47,15 @@ class Network(pulumi.ComponentResource):
 
     vpc_id: pulumi.Output[str]
     private_subnet_ids: pulumi.Output[list[str]]
+    """The private subnets, resolved once they route to the internet: for nodes and anything else that
+    needs egress (image pulls, AWS APIs)."""
+    control_plane_subnet_ids: pulumi.Output[list[str]]
+    """The same subnets, resolved as soon as they exist: the control plane's ENIs need no egress, so the
+    cluster (the longest create) starts without waiting for NAT gateways and routes."""
     public_subnet_ids: pulumi.Output[list[str]]
+    discovery: list[pulumi.Resource]
+    """What carries the `karpenter.sh/discovery` tag of the private subnets (the subnets, or the tags added
+    to an existing VPC's): Karpenter's controller depends on them, so they outlive it on destroy."""
 
     def __init__(
         self,
@@ -65,9 +73,10 @@ class Network(pulumi.ComponentResource):
             existing = config.existing
             self.vpc_id = pulumi.Output.from_input(existing.vpc_id)
             self.private_subnet_ids = pulumi.Output.from_input(list(existing.private_subnet_ids))
+            self.control_plane_subnet_ids = self.private_subnet_ids
             self.public_subnet_ids = pulumi.Output.from_input(list(existing.public_subnet_ids))
             # We do not own these subnets; add only the discovery tag Karpenter cannot work without.
-            for subnet_id in existing.private_subnet_ids:
+            self.discovery = [
                 aws.ec2.Tag(
                     f"{name}-{subnet_id}-discovery",
                     resource_id=subnet_id,
@@ -75,6 +84,8 @@ class Network(pulumi.ComponentResource):
                     value=cluster_name,
                     opts=child,
                 )
+                for subnet_id in existing.private_subnet_ids
+            ]
         else:
             self._create_vpc(
                 name=name,
@@ -173,9 +184,10 @@ class Network(pulumi.ComponentResource):
                 )
             )
         self.vpc_id = vpc.id
-        # Resolve the private subnet ids only once their NAT routes exist, so nothing that uses them (the
-        # cluster, its nodes) is created in a subnet without egress.
+        self.control_plane_subnet_ids = pulumi.Output.all(*[s.id for s in private.values()])
+        # For nodes: resolve only once the NAT routes exist, so no node starts in a subnet without egress.
         self.private_subnet_ids = pulumi.Output.all(
             ids=[s.id for s in private.values()], routed=[r.id for r in private_routes]
         ).apply(lambda resolved: list(resolved["ids"]))
+        self.discovery = list(private.values())
         self.public_subnet_ids = pulumi.Output.all(*[s.id for s in public.values()])

@@ -1,15 +1,13 @@
-"""NodePools: one Karpenter `EC2NodeClass` per distinct node setup and one `NodePool` per configured pool.
+"""NodePools: per configured pool, one Karpenter `NodePool` and the `EC2NodeClass` it uses, both named
+after the pool.
 
-The translation from pool config to the typed Karpenter v1 objects is pure (`plan`); the component only
-registers the objects, after the Karpenter CRDs and controller, so that `pulumi destroy` removes pools
+The translation from pool config to the typed Karpenter v1 objects is pure (`pool_objects`); the component
+only registers the objects, after the Karpenter CRDs and controller, so that `pulumi destroy` removes pools
 (and with them every instance Karpenter launched) while the controller and its IAM still exist.
 """
 
-import hashlib
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -44,23 +42,21 @@ from components.karpenter_api import (
 from components.network import DISCOVERY_TAG
 from components.node_user_data import al2023_user_data
 from config.gpu_operator import GpuOperatorConfig
-from config.node_pools import NodePoolConfig
+from config.node_pools import CPU_POOL_CATEGORIES, CPU_POOL_MIN_GENERATION, NodePoolConfig
 from contract import GpuPool, Toleration
 from contract import Taint as ContractTaint
 
 POOL_LABEL = "gpu-eks.io/pool"
 """Label on every node with the name of its pool (Karpenter adds `karpenter.sh/nodepool` too)."""
 EFA_LABEL = "gpu-eks.io/efa"
-CPU_POOL_CATEGORIES = ["c", "m", "r"]
-"""Instance categories a CPU burst pool may use when it names no families or types."""
 
 
 @dataclass(frozen=True)
-class PoolPlan:
-    """What one node class and the pools using it become."""
+class PoolObjects:
+    """The Karpenter objects of one pool."""
 
     node_class: EC2NodeClass
-    node_pools: tuple[NodePool, ...]
+    node_pool: NodePool
 
 
 def _requirement(key: str, operator: str, values: Sequence[str] | None = None) -> NodeSelectorRequirement:
@@ -88,8 +84,10 @@ def requirements(pool: NodePoolConfig) -> list[NodeSelectorRequirement]:
         if pool.gpu_names:
             result.append(_requirement("karpenter.k8s.aws/instance-gpu-name", "In", list(pool.gpu_names)))
     elif not pool.instance_families and not pool.instance_types:
-        result.append(_requirement("karpenter.k8s.aws/instance-category", "In", CPU_POOL_CATEGORIES))
-        result.append(_requirement("karpenter.k8s.aws/instance-generation", "Gt", ["5"]))
+        result.append(_requirement("karpenter.k8s.aws/instance-category", "In", list(CPU_POOL_CATEGORIES)))
+        result.append(
+            _requirement("karpenter.k8s.aws/instance-generation", "Gt", [str(CPU_POOL_MIN_GENERATION - 1)])
+        )
     if pool.instance_families:
         result.append(_requirement("karpenter.k8s.aws/instance-family", "In", list(pool.instance_families)))
     if pool.efa:
@@ -136,22 +134,8 @@ def _block_devices(pool: NodePoolConfig) -> list[BlockDeviceMapping]:
     return [BlockDeviceMapping(device_name="/dev/xvda", root_volume=True, ebs=data)]
 
 
-def _node_class_settings(pool: NodePoolConfig) -> dict[str, Any]:
-    """The settings that decide a pool's EC2NodeClass; pools with equal settings share one."""
-    return {
-        "ami": pool.ami,
-        "rootVolume": pool.root_volume.model_dump(mode="json"),
-        "kubelet": pool.kubelet.model_dump(mode="json", by_alias=True, exclude_none=True)
-        if pool.kubelet
-        else None,
-        "capacityReservations": [
-            c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in pool.capacity_reservations
-        ],
-    }
-
-
-def node_class(pool: NodePoolConfig, *, name: str, cluster_name: str, tags: dict[str, str]) -> EC2NodeClass:
-    """The EC2NodeClass for a pool's node settings."""
+def node_class(pool: NodePoolConfig, *, cluster_name: str, tags: dict[str, str]) -> EC2NodeClass:
+    """The EC2NodeClass of a pool, named after the pool (see `pool_objects`)."""
     discovery = {DISCOVERY_TAG: cluster_name}
     reservations = [
         CapacityReservationSelectorTerm.model_validate(
@@ -167,7 +151,7 @@ def node_class(pool: NodePoolConfig, *, name: str, cluster_name: str, tags: dict
         else None
     )
     return EC2NodeClass(
-        metadata=ObjectMeta(name=name, labels={"app.kubernetes.io/managed-by": "gpu-eks"}),
+        metadata=ObjectMeta(name=pool.name, labels={"app.kubernetes.io/managed-by": "gpu-eks"}),
         spec=EC2NodeClassSpec(
             ami_selector_terms=[AMISelectorTerm(alias=pool.ami)],
             role=node_role_name(cluster_name),
@@ -230,35 +214,36 @@ def node_pool(
     )
 
 
-def plan(
+def pool_objects(
     pools: Sequence[NodePoolConfig],
     *,
     cluster_name: str,
     tags: dict[str, str],
     gpu_operator: GpuOperatorConfig | None = None,
-) -> list[PoolPlan]:
-    """Every EC2NodeClass with the NodePools that use it; pools with identical node settings share one.
+) -> list[PoolObjects]:
+    """The EC2NodeClass and NodePool of every pool, both named after the pool; `gpu_operator` says how a
+    GPU-sharing pool's nodes advertise their GPUs (see `node_pool`).
 
-    A class is named after its settings (`al2023-<digest>`): adding or removing a pool never renames it,
-    and changing settings creates a new class that the pools move to (Karpenter then replaces their nodes
-    as drifted, which a settings change needs anyway)."""
-    groups: dict[str, list[NodePoolConfig]] = {}
+    The class's name is the pool's, never a digest of its settings: changing the AMI, root volume, kubelet
+    or reservations updates the class in place, and Karpenter replaces the pool's nodes as drifted within
+    the pool's disruption budgets. A name derived from the settings would instead create a new class and
+    delete the old one, a deletion Karpenter's finalizer holds until every node of the old class is gone
+    (hours, when a budget forbids drift). One class per pool also keeps a bump of one pool's AMI from
+    rolling any other pool."""
+    objects = []
     for pool in pools:
-        digest = hashlib.sha256(json.dumps(_node_class_settings(pool), sort_keys=True).encode()).hexdigest()
-        groups.setdefault(f"{pool.ami_family}-{digest[:8]}", []).append(pool)
-    plans = []
-    for class_name, members in groups.items():
-        shared = node_class(members[0], name=class_name, cluster_name=cluster_name, tags=tags)
-        members_pools = (node_pool(p, node_class=shared, gpu_operator=gpu_operator) for p in members)
-        plans.append(PoolPlan(shared, tuple(members_pools)))
-    return plans
+        pool_class = node_class(pool, cluster_name=cluster_name, tags=tags)
+        objects.append(
+            PoolObjects(pool_class, node_pool(pool, node_class=pool_class, gpu_operator=gpu_operator))
+        )
+    return objects
 
 
 class NodePools(pulumi.ComponentResource):
     """The EC2NodeClass and NodePool custom resources of every configured pool."""
 
     node_classes: dict[str, k8s.apiextensions.CustomResource]
-    """EC2NodeClass resources by name."""
+    """EC2NodeClass resources by pool name (which is also the class's name)."""
     node_pools: dict[str, k8s.apiextensions.CustomResource]
     """NodePool resources by pool name."""
 
@@ -281,24 +266,24 @@ class NodePools(pulumi.ComponentResource):
         super().__init__("gpu-eks:node_pools:NodePools", name, None, opts)
         self.node_classes = {}
         self.node_pools = {}
-        for item in plan(pools, cluster_name=cluster_name, tags=tags, gpu_operator=gpu_operator):
-            class_name = item.node_class.metadata.name
+        for item in pool_objects(pools, cluster_name=cluster_name, tags=tags, gpu_operator=gpu_operator):
+            pool_name = item.node_pool.metadata.name
+            # Logical names follow the pool too, so a settings change is an update of the same resource.
             node_class = karpenter_object(
-                f"{name}-class-{class_name}",
+                f"{name}-class-{pool_name}",
                 item.node_class,
                 parent=self,
                 provider=provider,
                 depends_on=list(karpenter),
             )
-            self.node_classes[class_name] = node_class
-            for pool in item.node_pools:
-                self.node_pools[pool.metadata.name] = karpenter_object(
-                    f"{name}-{pool.metadata.name}",
-                    pool,
-                    parent=self,
-                    provider=provider,
-                    depends_on=[node_class, *karpenter],
-                )
+            self.node_classes[pool_name] = node_class
+            self.node_pools[pool_name] = karpenter_object(
+                f"{name}-{pool_name}",
+                item.node_pool,
+                parent=self,
+                provider=provider,
+                depends_on=[node_class, *karpenter],
+            )
         self.register_outputs(
             {
                 "nodePools": sorted(self.node_pools),

@@ -1,5 +1,6 @@
 """Turning validation failures into messages that name the config key, the value and what is accepted."""
 
+import difflib
 import types
 import typing
 from collections.abc import Sequence
@@ -49,9 +50,13 @@ class ConfigError(pulumi.RunError):
         )
 
 
+AWS_SECTIONS = ("region", "profile")
+"""Settings of the AWS provider that the program reads too (`aws:<name>`)."""
+
+
 def section_key(alias: str) -> str:
     """The full config key of a section: `region` -> `aws:region`, `cluster` -> `gpu-eks:cluster`."""
-    return "aws:region" if alias == "region" else f"{PROJECT}:{alias}"
+    return f"aws:{alias}" if alias in AWS_SECTIONS else f"{PROJECT}:{alias}"
 
 
 def config_key(path: Sequence[str | int]) -> str:
@@ -93,17 +98,65 @@ def _unwrap(annotation: Any) -> Any:
     return None
 
 
+def nearest(name: str, known: typing.Iterable[str]) -> str | None:
+    """The known name closest to a misspelt one (case and `-`/`_`/`.` ignored), if any is close."""
+    canonical = {k.lower().replace("_", "-").replace(".", "-"): k for k in known}
+    close = difflib.get_close_matches(name.lower().replace("_", "-").replace(".", "-"), canonical, n=1)
+    return canonical[close[0]] if close else None
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+_TYPE_MESSAGES = {
+    "string_type": "must be text (quote it in YAML if it looks like a number or true/false)",
+    "int_type": "must be a whole number",
+    "int_parsing": "must be a whole number",
+    "int_from_float": "must be a whole number",
+    "float_type": "must be a number",
+    "float_parsing": "must be a number",
+    "bool_type": "must be true or false",
+    "bool_parsing": "must be true or false",
+    "dict_type": "must be a mapping of keys to values (key: value)",
+    "list_type": "must be a list",
+    "tuple_type": "must be a list",
+    "set_type": "must be a list",
+    "string_pattern_mismatch": "is not of an accepted form",
+}
+"""Pydantic error types, in words a reader of the stack file uses (no Python types)."""
+
+
 def _message(error: ErrorDetails, model: type[BaseModel], path: Sequence[str | int]) -> str:
     kind = error["type"]
+    context = error.get("ctx") or {}
     if kind == "extra_forbidden":
         parent = _model_at(model, path[:-1])
         legacy: dict[str, str] = getattr(parent, "legacy_keys", {})
         if str(path[-1]) in legacy:
             return legacy[str(path[-1])]
         accepted = [f.alias or n for n, f in parent.model_fields.items()] if parent else []
-        return "unknown key" + (f"; accepted keys: {', '.join(accepted)}" if accepted else "")
+        close = nearest(str(path[-1]), accepted)
+        suggestion = f", did you mean {close}? Accepted keys: " if close else "; accepted keys: "
+        return "unknown key" + (f"{suggestion}{', '.join(accepted)}" if accepted else "")
     if kind == "missing":
         return "is required but not set"
+    if kind in ("model_type", "model_attributes_type", "dataclass_type"):
+        found = _model_at(model, path)
+        keys = [f.alias or n for n, f in found.model_fields.items()] if found else []
+        return "must be a mapping (key: value)" + (
+            f" with keys such as {', '.join(keys[:4])}" if keys else ""
+        )
+    if kind in _TYPE_MESSAGES:
+        return _TYPE_MESSAGES[kind]
+    if kind in ("too_short", "too_long"):
+        bound = context.get("min_length" if kind == "too_short" else "max_length", 0)
+        return f"must list at {'least' if kind == 'too_short' else 'most'} {_plural(bound, 'item')}"
+    if kind in ("string_too_short", "string_too_long"):
+        bound = context.get("min_length" if kind == "string_too_short" else "max_length", 0)
+        return (
+            f"must have at {'least' if kind == 'string_too_short' else 'most'} {_plural(bound, 'character')}"
+        )
     message = error["msg"]
     for prefix in ("Value error, ", "Assertion failed, "):
         message = message.removeprefix(prefix)

@@ -1,12 +1,10 @@
 """The `gpu-eks:gpuNodeGuard` section: the controller that lifts the MIG startup taint and deletes GPU nodes
 that never become usable (`components/gpu_node_guard/`)."""
 
-import re
-
 from pydantic import Field, field_validator
 
 from config.base import ConfigModel
-from config.types import DurationOrNever, KubernetesName, duration_seconds
+from config.types import DurationOrNever, KubernetesName, PinnedImage, duration_seconds
 
 DEFAULT_IMAGE = (
     "gcr.io/distroless/python3-debian13:nonroot"
@@ -20,8 +18,6 @@ DEFAULT_INITIALIZATION_TIMEOUT = "20m"
 MIN_INITIALIZATION_TIMEOUT_SECONDS = 10 * 60
 """A GPU node needs a few minutes to boot, pull the operator images and register its GPUs, a MIG node a reboot
 more: below 10 minutes the guard would delete healthy nodes."""
-
-_DIGEST_PINNED = re.compile(r"[^\s@]+@sha256:[0-9a-f]{64}")
 
 
 def check_initialization_timeout(value: str) -> str:
@@ -41,7 +37,7 @@ class GpuNodeGuardConfig(ConfigModel):
     """How long a launched GPU NodeClaim may stay uninitialized (no `nvidia.com/gpu` allocatable, or a startup
     taint left) before the guard deletes it, so Karpenter launches a fresh node instead of billing a stuck one
     until `expireAfter`. At least 10m, or `Never`. A pool's `initializationTimeout` overrides it."""
-    image: str = DEFAULT_IMAGE
+    image: PinnedImage = DEFAULT_IMAGE
     """Container image that runs the guard (any image with Python 3.11+ as `python3`), pinned by digest
     (`name@sha256:<64 hex>`)."""
     namespace: KubernetesName = "gpu-node-guard"
@@ -53,10 +49,3 @@ class GpuNodeGuardConfig(ConfigModel):
     @classmethod
     def _timeout(cls, value: str) -> str:
         return check_initialization_timeout(value)
-
-    @field_validator("image")
-    @classmethod
-    def _pinned(cls, value: str) -> str:
-        if not _DIGEST_PINNED.fullmatch(value):
-            raise ValueError("must be pinned by digest: <repository>[:tag]@sha256:<64 hex digits>")
-        return value

@@ -6,12 +6,12 @@ not say.
 """
 
 import re
-from typing import Any, Literal, Self
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
 from config.base import ConfigModel
-from config.types import KubernetesName
+from config.types import KubernetesName, described
 
 CHART_NAME = "gpu-operator"
 """Helm chart name of the NVIDIA GPU Operator."""
@@ -126,7 +126,9 @@ class MigConfig(ConfigModel):
 class GpuOperatorConfig(ConfigModel):
     """`gpu-eks:gpuOperator`: the NVIDIA GPU Operator release."""
 
-    version: str = Field(default=DEFAULT_VERSION, pattern=r"^v[0-9]+\.[0-9]+\.[0-9]+$")
+    version: Annotated[
+        str, described(r"v[0-9]+\.[0-9]+\.[0-9]+", "a chart version with its v, such as v26.7.0")
+    ] = DEFAULT_VERSION
     """Chart version, with the `v` as NGC tags it (`v26.7.0`). Values are built for the v26.7 series."""
     namespace: KubernetesName = DEFAULT_NAMESPACE
     """Namespace of the release (created by the component, labelled for privileged pods)."""

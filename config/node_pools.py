@@ -1,20 +1,48 @@
 """The `gpu-eks:nodePools` section: the Karpenter pools GPU (and optional CPU burst) nodes come from.
 
-Each pool becomes one Karpenter v1 `NodePool` and uses an `EC2NodeClass` (shared between pools whose node
-settings are equal). The checks here refuse what would cost money or never work, before anything exists.
+Each pool becomes one Karpenter v1 `NodePool` and one `EC2NodeClass`, both named after the pool. The checks
+here refuse what would cost money or never work, before anything exists.
 """
 
+import datetime
+import difflib
+import math
 import re
-from typing import Any, ClassVar, Literal, Self
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Annotated, Any, ClassVar, Literal, Self
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from components.gpu_operator_values import TIME_SLICING_REPLICAS, GpuPoolProfile
 from config.base import ConfigModel
+from config.errors import ConfigProblem
 from config.gpu_node_guard import check_initialization_timeout
-from config.kubernetes import GPU_TAINT, MIG_PENDING_TAINT, Taint
-from config.types import DurationOrNever, GoDuration, InstanceType, KubernetesName, Quantity
-from facts.instance_types import GpuInstanceType, gpu_instance_types
+from config.kubernetes import GPU_TAINT, MIG_PENDING_TAINT, LabelValue, QualifiedName, Taint
+from config.types import (
+    BudgetDuration,
+    CronSchedule,
+    DurationOrNever,
+    GoDuration,
+    InstanceType,
+    KubernetesName,
+    PositiveQuantity,
+    Quantity,
+    described,
+    number_as_text,
+)
+from facts.instance_types import (
+    GpuInstanceType,
+    ec2_instance_families,
+    ec2_instance_type_names,
+    gpu_instance_types,
+    instance_types,
+)
+from facts.instance_types import (
+    InstanceType as InstanceTypeFacts,
+)
+from facts.quantity import parse_quantity
 
 CapacityType = Literal["spot", "on-demand", "reserved"]
 Architecture = Literal["amd64", "arm64"]
@@ -22,7 +50,41 @@ Architecture = Literal["amd64", "arm64"]
 DEFAULT_AMI = "al2023@v20260714"
 """Newest EKS AMI release in the amazon-eks-ami changelog (ships AL2023 NVIDIA AMIs for 1.30-1.36)."""
 
-_AMI_ALIAS = re.compile(r"(?P<family>al2023|bottlerocket)@(?P<version>latest|v\d{8}|v\d+\.\d+\.\d+)")
+_AMI_ALIAS = {
+    # aws/karpenter-provider-aws v1.14.1 pkg/providers/amifamily: al2023 puts the version verbatim into the
+    # SSM name amazon-eks-node-al2023-<arch>-nvidia-<k8s>-<version> (EKS AMI releases are vYYYYMMDD);
+    # bottlerocket trims a leading v and looks up
+    # /aws/service/bottlerocket/aws-k8s-<k8s>-nvidia/<arch>/<semver>.
+    "al2023": re.compile(r"latest|v(?P<date>[0-9]{8})"),
+    "bottlerocket": re.compile(r"latest|v?[0-9]+\.[0-9]+\.[0-9]+"),
+}
+_AMI_FORMS = (
+    "al2023@v<YYYYMMDD> (an EKS AMI release, e.g. al2023@v20260714), bottlerocket@<version> (e.g. "
+    "bottlerocket@1.40.0) or <family>@latest"
+)
+
+CPU_POOL_CATEGORIES = ("c", "m", "r")
+"""Instance categories a CPU burst pool may use when it names no families or types."""
+CPU_POOL_MIN_GENERATION = 6
+"""... of generation 6 or newer (Karpenter requirement `instance-generation Gt 5`)."""
+
+PLAUSIBLE_INSTANCES = 100
+"""More instances than this at a pool's caps gets a warning: above what one team's pool usually needs, and
+a typo (an extra zero) there bills unnoticed until the next invoice."""
+PLAUSIBLE_GPUS = 256
+"""More GPUs than this at a pool's caps gets a warning (32 eight-GPU nodes)."""
+
+
+@dataclass(frozen=True)
+class GpuUnits:
+    """What one node of each candidate instance type takes under the pool's `limits.nvidia.com/gpu`, in the
+    units Karpenter counts that cap in (`components.gpu_sharing.gpu_limit_units`): its GPUs, or its
+    time-slices or MIG devices when the pool's NodeOverlays tell Karpenter so."""
+
+    per_instance: Mapping[str, int]
+    """Instance type name -> units one node of it takes."""
+    unit: str = "GPUs"
+    """`GPUs`, `time-slices` or `MIG devices`."""
 
 
 class GpuCount(ConfigModel):
@@ -72,9 +134,13 @@ class RootVolume(ConfigModel):
 class CapacityReservation(ConfigModel):
     """Selects On-Demand Capacity Reservations or Capacity Blocks for `reserved` capacity."""
 
-    id: str | None = Field(default=None, pattern=r"^cr-[0-9a-z]+$")
+    id: Annotated[str, described(r"cr-[0-9a-z]+", "a reservation id such as cr-0123456789abcdef0")] | None = (
+        None
+    )
     """A reservation id (cr-...)."""
-    owner_id: str | None = Field(default=None, alias="ownerID", pattern=r"^[0-9]{12}$")
+    owner_id: Annotated[str, described(r"[0-9]{12}", "an AWS account id (12 digits)")] | None = Field(
+        default=None, alias="ownerID"
+    )
     """The account that owns the reservations (with `tags`)."""
     tags: dict[str, str] | None = None
     """Select reservations by tags."""
@@ -91,12 +157,18 @@ class CapacityReservation(ConfigModel):
 class Budget(ConfigModel):
     """A disruption budget: how many nodes Karpenter may disrupt at once, optionally on a schedule."""
 
-    nodes: str = Field(default="10%", pattern=r"^((100|[0-9]{1,2})%|[0-9]+)$")
+    nodes: Annotated[
+        str,
+        BeforeValidator(number_as_text),
+        described(r"(100|[0-9]{1,2})%|[0-9]+", "a count such as 0 or 2, or a percentage from 0% to 100%"),
+    ] = "10%"
     """A count (`0`, `2`) or a percentage (`10%`) of the pool's nodes."""
-    schedule: str | None = None
-    """Cron schedule (UTC) when the budget is active, e.g. `0 8 * * mon-fri`; needs `duration`."""
-    duration: GoDuration | None = None
-    """How long the budget is active after each scheduled start, e.g. `10h`; needs `schedule`."""
+    schedule: CronSchedule | None = None
+    """Cron schedule (UTC) when the budget starts, e.g. `0 8 * * mon-fri` or `@daily`: five fields (minute
+    hour day-of-month month day-of-week) with ranges, steps and names; needs `duration`."""
+    duration: BudgetDuration | None = None
+    """How long the budget is active after each scheduled start, in hours and minutes (`10h`, `1h30m`);
+    needs `schedule`."""
     reasons: tuple[Literal["Underutilized", "Empty", "Drifted"], ...] | None = None
     """Disruption reasons the budget applies to (all when unset)."""
 
@@ -169,11 +241,11 @@ class Kubelet(ConfigModel):
 class Limits(ConfigModel):
     """Caps on what the pool may launch in total: Karpenter stops launching at the cap."""
 
-    cpu: Quantity | None = None
+    cpu: PositiveQuantity | None = None
     """Total vCPUs."""
-    memory: Quantity | None = None
+    memory: PositiveQuantity | None = None
     """Total memory."""
-    nvidia_gpu: Quantity | None = Field(default=None, alias="nvidia.com/gpu")
+    nvidia_gpu: PositiveQuantity | None = Field(default=None, alias="nvidia.com/gpu")
     """The cap on GPU spend, required for GPU pools. Counted in what the pool's pods request: whole GPUs,
     or slices on a pool that shares GPUs (time-slices; MIG devices), so `16` on a 4-way time-sliced pool is
     4 GPUs. A `mig.strategy: mixed` pool with several MIG resources counts physical GPUs."""
@@ -189,7 +261,9 @@ class TimeSlicing(ConfigModel):
 class Mig(ConfigModel):
     """Partition MIG-capable GPUs (A100, H100, H200, B200, ...)."""
 
-    profile: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]*$")
+    profile: Annotated[
+        str, described(r"[a-z0-9][a-z0-9.-]*", "a mig-parted config name such as all-1g.10gb or all-balanced")
+    ]
     """A mig-parted config name such as `all-1g.10gb`, `all-balanced`, or one of `gpuOperator.mig.config`."""
 
 
@@ -206,7 +280,7 @@ class NodePoolConfig(ConfigModel):
     }
 
     name: KubernetesName
-    """The NodePool's name (unique in the stack)."""
+    """The pool's name (unique in the stack); its NodePool and its EC2NodeClass are both named after it."""
     kind: Literal["gpu", "cpu"] = "gpu"
     """`gpu`: NVIDIA GPU instances only; `cpu`: a pool for non-GPU burst work."""
     instance_families: tuple[str, ...] = ()
@@ -237,7 +311,7 @@ class NodePoolConfig(ConfigModel):
     """Taints present at startup until something removes them. Only the one gpu-eks removes itself is
     accepted: `gpu-eks.io/mig-pending=true:NoSchedule`, which MIG pools get anyway; any other would keep every
     node uninitialized (Karpenter waits for startup taints to go) until the GPU node guard deletes it."""
-    labels: dict[str, str] = Field(default_factory=dict)
+    labels: dict[QualifiedName, LabelValue] = Field(default_factory=dict)
     """Extra labels on every node of the pool (not in `nvidia.com/`, which the GPU Operator and gpu-eks
     manage)."""
     limits: Limits = Limits()
@@ -283,10 +357,18 @@ class NodePoolConfig(ConfigModel):
     @field_validator("ami")
     @classmethod
     def _ami(cls, value: str) -> str:
-        if not _AMI_ALIAS.fullmatch(value):
-            raise ValueError(
-                "must be an AMI alias family@version: al2023@v20260714, bottlerocket@v1.40.0 or al2023@latest"
-            )
+        family, _, version = value.partition("@")
+        pattern = _AMI_ALIAS.get(family)
+        match = pattern.fullmatch(version) if pattern else None
+        if match is None:
+            raise ValueError(f"must be an AMI alias {_AMI_FORMS}")
+        if match.groupdict().get("date"):
+            try:
+                datetime.datetime.strptime(match["date"], "%Y%m%d")
+            except ValueError:
+                raise ValueError(
+                    f"must be an AMI alias {_AMI_FORMS}: {match['date']} is not a date"
+                ) from None
         return value
 
     @field_validator("instance_families")
@@ -407,10 +489,12 @@ class NodePoolConfig(ConfigModel):
         unknown += [t for t in self.instance_types if t not in table]
         unknown += [g for g in self.gpu_names if g not in {it.gpu_name for it in table.values()}]
         if unknown:
+            details = [_unknown_detail(name) for name in unknown]
             return [
                 *problems,
                 f"{', '.join(unknown)}: not NVIDIA GPU instance families, types or GPU names "
-                f"(families: {', '.join(sorted(known_families))})",
+                f"({'; '.join(d for d in details if d)}{'; ' if any(details) else ''}"
+                f"families: {', '.join(sorted(known_families))})",
             ]
         if self.architecture == "arm64":
             x86_only = sorted(
@@ -457,3 +541,185 @@ class NodePoolConfig(ConfigModel):
         if self.limits.cpu is None:
             problems.append("a CPU pool needs limits.cpu: without it the pool's size has no cap")
         return problems
+
+    def cpu_candidates(self) -> tuple[InstanceTypeFacts, ...]:
+        """The instance types of the Karpenter reference this (CPU) pool may launch."""
+        return tuple(
+            it
+            for it in instance_types().values()
+            if it.arch == self.architecture
+            and not it.gpu_manufacturer
+            and (not self.instance_families or it.family in self.instance_families)
+            and (not self.instance_types or it.name in self.instance_types)
+            and (
+                self.instance_families
+                or self.instance_types
+                or (it.category in CPU_POOL_CATEGORIES and it.generation >= CPU_POOL_MIN_GENERATION)
+            )
+        )
+
+    def launchable(self) -> tuple[InstanceTypeFacts, ...]:
+        """What the pool may launch, with sizes (those of its candidates the Karpenter reference lists)."""
+        if self.kind == "cpu":
+            return self.cpu_candidates()
+        table = instance_types()
+        return tuple(table[it.name] for it in self.candidates() if it.name in table)
+
+    def problems(self, key: str, gpu_units: GpuUnits | None = None) -> list[ConfigProblem]:
+        """Mistakes of a pool that validated as a model, each keyed down to its field (`key` is the pool's).
+
+        Names that do not exist in EC2 (CPU pools; GPU pools refuse them in the model), GPU instances in a
+        CPU pool, requirements that leave nothing to launch, and limits below the smallest instance (the GPU
+        limit in `gpu_units`; not checked without them, where they cannot be derived).
+        """
+        if self.kind == "cpu":
+            problems = self._cpu_name_problems(key)
+            if problems:
+                return problems
+            if not self.cpu_candidates() and self._names_known():
+                return [
+                    ConfigProblem(
+                        key,
+                        f"these requirements match no {self.architecture} instance type without GPUs "
+                        "(architecture, instanceFamilies and instanceTypes together)",
+                    )
+                ]
+        return self._limit_problems(key, gpu_units)
+
+    def _names_known(self) -> bool:
+        """Whether every family and type the pool names is in the Karpenter reference (sizes known)."""
+        table = instance_types()
+        return all(t in table for t in self.instance_types) and all(
+            any(it.family == f for it in table.values()) for f in self.instance_families
+        )
+
+    def _cpu_name_problems(self, key: str) -> list[ConfigProblem]:
+        problems = []
+        gpu_families = {it.family for it in gpu_instance_types().values()}
+        named: list[tuple[str, Sequence[str], Iterable[str]]] = [
+            ("instanceFamilies", self.instance_families, ec2_instance_families()),
+            ("instanceTypes", self.instance_types, ec2_instance_type_names()),
+        ]
+        for field, names, known in named:
+            for index, name in enumerate(names):
+                family = name.split(".", 1)[0]
+                if name not in known:
+                    close = difflib.get_close_matches(name, sorted(known), n=1)
+                    kind = "instance family" if field == "instanceFamilies" else "instance type"
+                    hint = f"; did you mean {close[0]}?" if close else ""
+                    problems.append(
+                        ConfigProblem(f"{key}.{field}[{index}]", f"is no EC2 {kind}{hint}", name, True)
+                    )
+                elif family in gpu_families:
+                    problems.append(
+                        ConfigProblem(
+                            f"{key}.{field}[{index}]",
+                            "has NVIDIA GPUs: a CPU pool would launch GPU instances for CPU work; use a GPU "
+                            "pool (kind: gpu) or a family without GPUs",
+                            name,
+                            True,
+                        )
+                    )
+        return problems
+
+    def _limit_problems(self, key: str, gpu_units: GpuUnits | None) -> list[ConfigProblem]:
+        """Karpenter launches only an instance whose capacity fits under what is left of every limit
+        (kubernetes-sigs/karpenter v1.14.1 `filterByRemainingResources`): a limit below the smallest
+        candidate's capacity means the pool never launches anything."""
+        launchable = self.launchable()
+        if not launchable:
+            return []
+        problems = []
+        for field, value, need, unit in self._limit_needs(launchable, gpu_units):
+            if value is not None and parse_quantity(value) < need[1]:
+                problems.append(
+                    ConfigProblem(
+                        f"{key}.limits.{field}",
+                        f"is below what the smallest instance this pool may launch brings ({need[0]}: "
+                        f"{_amount(need[1], unit)}), so the pool could never launch a node; raise it to at "
+                        f"least {_amount(need[1], unit, ceil=True)}",
+                        value,
+                        True,
+                    )
+                )
+        return problems
+
+    def _limit_needs(
+        self, launchable: Sequence[InstanceTypeFacts], gpu_units: GpuUnits | None
+    ) -> list[tuple[str, str | None, tuple[str, Decimal], str]]:
+        """(limit field, its value, (smallest candidate, its amount), unit) for cpu, memory and, with
+        `gpu_units`, GPUs."""
+        cpu = min(((it.name, Decimal(it.vcpus)) for it in launchable), key=lambda x: x[1])
+        # Memory capacity is the instance's memory less a VM overhead; allocatable is below it, so a limit
+        # under the smallest allocatable memory is under every capacity Karpenter may assume.
+        memory = min(((it.name, it.memory) for it in launchable), key=lambda x: x[1])
+        needs = [("cpu", self.limits.cpu, cpu, "vCPUs"), ("memory", self.limits.memory, memory, "bytes")]
+        if self.kind == "gpu" and gpu_units is not None and gpu_units.per_instance:
+            name, units = min(gpu_units.per_instance.items(), key=lambda x: x[1])
+            needs.append(("nvidia.com/gpu", self.limits.nvidia_gpu, (name, Decimal(units)), gpu_units.unit))
+        return needs
+
+    def _gpus_at_cap(self, gpu_units: GpuUnits | None) -> int:
+        """The most physical GPUs the pool may hold under `limits.nvidia.com/gpu` (counted in `gpu_units`):
+        the cap over the fewest units per GPU among its candidates (e.g. 16 time-slices, 4 per GPU: 4)."""
+        limit = self.limits.nvidia_gpu
+        if self.kind != "gpu" or limit is None or gpu_units is None:
+            return 0
+        gpus = {it.name: it.gpu_count for it in self.candidates()}
+        per_gpu = max(
+            (Decimal(gpus[name]) / units for name, units in gpu_units.per_instance.items() if units),
+            default=Decimal(1),
+        )
+        return int(parse_quantity(limit) * per_gpu)
+
+    def worst_case(self, gpu_units: GpuUnits | None = None) -> str | None:
+        """A sentence on the pool's worst case at its caps, when that is implausibly large; else None."""
+        launchable = self.launchable()
+        if not launchable:
+            return None
+        caps = []
+        for field, value, need, _ in self._limit_needs(launchable, gpu_units):
+            if value is not None:
+                caps.append((int(parse_quantity(value) / need[1]), field, need[0]))
+        if not caps:
+            return None
+        instances, field, smallest = min(caps)
+        gpus = self._gpus_at_cap(gpu_units)
+        if instances <= PLAUSIBLE_INSTANCES and gpus <= PLAUSIBLE_GPUS:
+            return None
+        slices = (
+            f" ({self.limits.nvidia_gpu} {gpu_units.unit})"
+            if gpu_units is not None and gpu_units.unit != "GPUs"
+            else ""
+        )
+        gpu_text = f" and {gpus} GPUs{slices}" if self.kind == "gpu" else ""
+        return (
+            f"pool {self.name}: at its limits it may run up to {instances} instances{gpu_text} at once "
+            f"(limits.{field} over its smallest instance, {smallest}); check these caps are meant "
+            f"(more than {PLAUSIBLE_INSTANCES} instances or {PLAUSIBLE_GPUS} GPUs is unusual)"
+        )
+
+
+def _amount(value: Decimal, unit: str, *, ceil: bool = False) -> str:
+    """`value` for a message: `14.2Gi of memory`, `4 vCPUs`; rounded up to a whole number with `ceil`."""
+    if unit == "bytes":
+        value /= Decimal(1024**3)
+    if ceil:
+        return f"{math.ceil(value)}" + ("Gi" if unit == "bytes" else "")
+    if unit == "bytes":
+        return f"{value:.1f}Gi of memory"
+    return f"{value.normalize():f} {unit}"
+
+
+def _unknown_detail(name: str) -> str:
+    """Why a GPU pool's family or type is unknown: no such EC2 name (with the nearest), or no NVIDIA GPU."""
+    if "." in name:
+        known: frozenset[str] = ec2_instance_type_names()
+        kind = "instance type"
+    else:
+        known = ec2_instance_families() | {it.gpu_name for it in gpu_instance_types().values()}
+        kind = "instance family or GPU name"
+    if name in known:
+        return f"{name} has no NVIDIA GPU"
+    close = difflib.get_close_matches(name, sorted(known), n=1)
+    return f"{name}: no such {kind}" + (f", did you mean {close[0]}?" if close else "")

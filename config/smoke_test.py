@@ -5,11 +5,17 @@ from typing import Self
 from pydantic import Field, model_validator
 
 from config.base import ConfigModel
-from config.types import KubernetesName
+from config.types import KubernetesName, PinnedImage
 
-DEFAULT_IMAGE = "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0-ubuntu22.04"
-"""NVIDIA's public CUDA vector-add sample: allocates on the GPU, checks the result, prints
-`Test PASSED` and exits 0 only when CUDA works."""
+DEFAULT_IMAGE = (
+    "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0"
+    "@sha256:7c7540bdf1f942d4fb6db97069fd6c289471b54ac29e3c7fcdf914cf77af7d41"
+)
+"""NVIDIA's public CUDA vector-add sample (amd64 and arm64): allocates on the GPU, checks the result, prints
+`Test PASSED` and exits 0 only when CUDA works. Pinned by digest: the digest is what `docker pull` of the tag
+`vectoradd-cuda12.5.0` reported (github.com/bigstack-oss/cubecos issue #312), and the one NVIDIA's NemoClaw
+uses as its "immutable multi-architecture CUDA vectorAdd image" (NVIDIA_CONTAINER_GPU_PROOF_IMAGE).
+Kubernetes pulls by the digest; the tag only tells a reader what it is."""
 
 
 class SmokeTestConfig(ConfigModel):
@@ -20,8 +26,9 @@ class SmokeTestConfig(ConfigModel):
     """Declare the job (`pulumi up` then waits for it to succeed)."""
     node_pool: KubernetesName | None = None
     """The GPU pool (a `nodePools[].name`) to run on; required when enabled."""
-    image: str = Field(default=DEFAULT_IMAGE, min_length=1)
-    """Container image of the check."""
+    image: PinnedImage = DEFAULT_IMAGE
+    """Container image of the check, pinned by digest (`repo:tag@sha256:...`). It runs as an unprivileged
+    user (65534) with a read-only root filesystem and a writable `/tmp`."""
     command: tuple[str, ...] | None = None
     """Command of the check (default: the image's own, which runs vectorAdd)."""
     namespace: KubernetesName = "gpu-smoke-test"

@@ -4,8 +4,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+import pulumi
 import pulumi.runtime.config as runtime_config
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from components.gpu_operator_values import (
     NVIDIA_GPU,
@@ -13,10 +15,10 @@ from components.gpu_operator_values import (
     MigProfileError,
     validate_gpu_pools,
 )
-from components.gpu_sharing import gpu_limits, pool_gpu_resource, sharing_capacity
+from components.gpu_sharing import gpu_limit_units, gpu_limits, pool_gpu_resource, sharing_capacity
 from components.karpenter_api import NodeOverlay
 from components.node_overlays import pool_overlays, stack_overlays
-from components.node_pools import plan
+from components.node_pools import pool_objects
 from config.base import ConfigModel
 from config.cluster import ClusterConfig
 from config.efa_device_plugin import EfaDevicePluginConfig
@@ -25,6 +27,7 @@ from config.errors import (
     ConfigError,
     ConfigProblem,
     config_key,
+    nearest,
     problems_from_validation_error,
     section_key,
 )
@@ -32,10 +35,11 @@ from config.gpu_node_guard import GpuNodeGuardConfig
 from config.gpu_operator import GpuOperatorConfig
 from config.karpenter import KarpenterConfig
 from config.network import NetworkConfig
-from config.node_pools import NodePoolConfig
+from config.node_pools import GpuUnits, NodePoolConfig
 from config.smoke_test import SmokeTestConfig
-from config.types import AwsRegion
-from facts.partitions import Partition, partition_of_region
+from config.types import AwsProfile, AwsRegion
+from facts.aws_provider import provider_config_keys
+from facts.partitions import Partition, partition_of_arn, partition_of_region
 
 
 class StackConfig(ConfigModel):
@@ -44,6 +48,9 @@ class StackConfig(ConfigModel):
     region: AwsRegion
     """The AWS region everything is created in (the AWS provider's own setting); it also picks the
     partition (`aws`, `aws-cn`, `aws-us-gov`) used in ARNs."""
+    profile: AwsProfile | None = None
+    """The AWS CLI profile the AWS provider uses (its own setting). The kubeconfig the program uses and
+    exports then runs `aws eks get-token --profile <profile>`, so it authenticates as the same identity."""
     cluster: ClusterConfig
     """The EKS cluster: version, API endpoint, administrators, the system node group. Required."""
     network: NetworkConfig = NetworkConfig()
@@ -91,6 +98,82 @@ class StackConfig(ConfigModel):
 SECTIONS = {section_key(f.alias or n): f.alias or n for n, f in StackConfig.model_fields.items()}
 """Full config key (`gpu-eks:cluster`) -> StackConfig field alias (`cluster`)."""
 
+ENGINE_KEYS = frozenset({"tags", "template", "autonaming", "disable-default-providers"})
+"""`pulumi:` keys the Pulumi engine reads itself and the program ignores (pulumi/pulumi 3.272:
+sdk/go/common/workspace/project.go `pulumi:tags` (stack tags, e.g. from Pulumi.yaml), `pulumi:template`
+(pkg/cmd/pulumi/project/newcmd), pkg/cmd/pulumi/autonaming `pulumi:autonaming`,
+pkg/resource/deploy/default_providers.go `pulumi:disable-default-providers`). The engine hands every key of
+the stack's config, these included, to the program."""
+
+KUBERNETES_NOT_READ = (
+    "is never read: gpu-eks reaches the cluster through Kubernetes providers built from the new cluster's "
+    "own kubeconfig, so kubernetes: settings of the default provider would be silently ignored; remove it"
+)
+
+
+def _known_keys() -> list[str]:
+    """Every config key the program or the engine acts on, for suggesting the nearest one."""
+    return [
+        *SECTIONS,
+        *(f"aws:{k}" for k in sorted(provider_config_keys())),
+        *(f"pulumi:{k}" for k in sorted(ENGINE_KEYS)),
+    ]
+
+
+def _key_problem(key: str, value: Any, secret: bool) -> ConfigProblem | None:
+    """Why a key outside the sections is not acted on, or None when it belongs to the AWS provider or the
+    engine (and does no harm)."""
+    namespace, colon, name = key.partition(":")
+    shown = "[secret]" if secret else value
+    if colon and namespace == "aws" and name in provider_config_keys():
+        return None
+    if colon and namespace == "pulumi" and name in ENGINE_KEYS:
+        return _engine_key_problem(key, value, shown)
+    if colon and namespace == "kubernetes":
+        return ConfigProblem(key, KUBERNETES_NOT_READ, shown, True)
+    section, dot, _ = name.partition(".")
+    if colon and namespace == PROJECT and dot and f"{PROJECT}:{section}" in SECTIONS:
+        return ConfigProblem(
+            key,
+            f"is a key of its own, never read: {PROJECT}:{section} is one structured value, so write "
+            f"{name[len(section) + 1 :]} nested under it ({PROJECT}:{section}: {{...}})",
+            shown,
+            True,
+        )
+    close = nearest(key, _known_keys())
+    hint = f"; did you mean {close}?" if close else ""
+    if colon and namespace == PROJECT:
+        what = f"is no section of gpu-eks (sections: {', '.join(sorted(SECTIONS))})"
+    elif colon and namespace == "aws":
+        what = "is not a setting of the AWS provider (pulumi-aws), so nothing would read it"
+    elif colon and namespace == "pulumi":
+        what = f"is not a setting the Pulumi engine reads ({', '.join(sorted(ENGINE_KEYS))})"
+    else:
+        what = (
+            "is never read: gpu-eks reads gpu-eks:<section>, the AWS provider's aws:<setting> and the "
+            "engine's pulumi:<setting>"
+        )
+    return ConfigProblem(key, what + hint, shown, True)
+
+
+def _engine_key_problem(key: str, value: Any, shown: Any) -> ConfigProblem | None:
+    """`pulumi:disable-default-providers` must leave the AWS provider on: every AWS resource uses it."""
+    if key != "pulumi:disable-default-providers":
+        return None
+    try:
+        disabled = json.loads(value) if isinstance(value, str) else value
+    except json.JSONDecodeError:
+        disabled = value
+    if isinstance(disabled, list) and ("aws" in disabled or "*" in disabled):
+        return ConfigProblem(
+            key,
+            "disables the default AWS provider, which every AWS resource of gpu-eks uses (configured by the "
+            "aws: keys): the deployment would fail on its first resource; remove aws and *",
+            shown,
+            True,
+        )
+    return None
+
 
 def _node_pool_problems(config: StackConfig) -> list[ConfigProblem]:
     problems = []
@@ -109,11 +192,17 @@ def _node_pool_problems(config: StackConfig) -> list[ConfigProblem]:
         for taint_index, why in pool.startup_taint_problems():
             key = f"{PROJECT}:nodePools[{index}].startupTaints[{taint_index}].key"
             problems.append(ConfigProblem(key, why, pool.startup_taints[taint_index].key, True))
+        operator_problem = None
         if pool.kind == "gpu":
             try:
                 validate_gpu_pools([pool.gpu_profile()], config.gpu_operator)
             except ValueError as exc:
-                problems.append(ConfigProblem(f"{PROJECT}:nodePools[{index}]", str(exc)))
+                operator_problem = ConfigProblem(f"{PROJECT}:nodePools[{index}]", str(exc))
+        # The GPU cap's units come from what the operator makes of the pool: only once it accepts the pool.
+        units = _gpu_units(pool, config) if operator_problem is None else None
+        problems += pool.problems(f"{PROJECT}:nodePools[{index}]", units)
+        if operator_problem is not None:
+            problems.append(operator_problem)
     if not problems:
         try:
             validate_gpu_pools([p.gpu_profile() for p in config.gpu_pools], config.gpu_operator)
@@ -125,10 +214,12 @@ def _node_pool_problems(config: StackConfig) -> list[ConfigProblem]:
         # Build the Karpenter objects now: what the API server would refuse is refused before any resource.
         for index, pool in enumerate(config.node_pools):
             try:
-                plan([pool], cluster_name=config.cluster.name, tags={}, gpu_operator=config.gpu_operator)
+                pool_objects(
+                    [pool], cluster_name=config.cluster.name, tags={}, gpu_operator=config.gpu_operator
+                )
                 pool_overlays(pool, config.gpu_operator)
             except ValidationError as exc:
-                messages = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
+                messages = "; ".join(_schema_message(e) for e in exc.errors())
                 problems.append(ConfigProblem(f"{PROJECT}:nodePools[{index}]", messages))
     return problems
 
@@ -198,6 +289,34 @@ def _with_overlay_gate(config: StackConfig) -> StackConfig:
     return config.model_copy(update={"karpenter": karpenter})
 
 
+def _schema_message(error: ErrorDetails) -> str:
+    """A Karpenter schema refusal in words: where in the object, and what (no regular expressions)."""
+    where = ".".join(str(part) for part in error["loc"] if not str(part).startswith("function-"))
+    if error["type"] == "string_pattern_mismatch":
+        what = f"{error.get('input')!r} is not accepted by Karpenter's schema"
+    else:
+        what = error["msg"].removeprefix("Value error, ").replace("Input should be", "must be")
+    return f"Karpenter would refuse {where}: {what}" if where else f"Karpenter would refuse it: {what}"
+
+
+def _gpu_units(pool: NodePoolConfig, config: StackConfig) -> GpuUnits | None:
+    """The units the pool's GPU cap counts in, or None where they cannot be derived (a MIG profile
+    `_gpu_sharing_problems` refuses)."""
+    try:
+        return gpu_limit_units(pool, config.gpu_operator, overlays=config.karpenter.gpu_sharing_overlays)
+    except MigProfileError:
+        return None
+
+
+def config_warnings(config: StackConfig) -> list[str]:
+    """What is allowed but worth a second look in `pulumi preview` (an implausibly large pool)."""
+    return [
+        f"{PROJECT}:nodePools[{index}].limits: {case}"
+        for index, pool in enumerate(config.node_pools)
+        if (case := pool.worst_case(_gpu_units(pool, config)))
+    ]
+
+
 def _smoke_test_problems(config: StackConfig) -> list[ConfigProblem]:
     smoke = config.smoke_test
     if not smoke.enabled:
@@ -264,11 +383,48 @@ def _gpu_operator_problems(config: StackConfig) -> list[ConfigProblem]:
 def _cross_section_problems(config: StackConfig) -> list[ConfigProblem]:
     """Checks that span sections; each names the key to change."""
     return (
-        _karpenter_replicas_problems(config)
+        _cluster_problems(config)
+        + _karpenter_replicas_problems(config)
         + _gpu_operator_problems(config)
         + _node_pool_problems(config)
         + _smoke_test_problems(config)
     )
+
+
+def _cluster_problems(config: StackConfig) -> list[ConfigProblem]:
+    return [
+        ConfigProblem(config_key(("cluster", *path)), message, value, True)
+        for path, message, value in config.cluster.problems()
+    ] + _role_partition_problems(config)
+
+
+def _role_partition_problems(config: StackConfig) -> list[ConfigProblem]:
+    """Every role given an access entry must be of the region's partition: IAM principals never cross
+    partitions, so a role of another one could never sign in, and its access entry fails after the cluster
+    exists."""
+    cluster = config.cluster
+    roles: list[tuple[tuple[str | int, ...], str | None]] = [
+        *((("adminRoleArns", index), arn) for index, arn in enumerate(cluster.admin_role_arns)),
+        (("automation", "previewRoleArn"), cluster.automation.preview_role_arn),
+        (("automation", "deployRoleArn"), cluster.automation.deploy_role_arn),
+    ]
+    problems = []
+    for path, arn in roles:
+        if arn is None:
+            continue
+        partition = partition_of_arn(arn, argument=config_key(("cluster", *path)))
+        if partition != config.partition:
+            problems.append(
+                ConfigProblem(
+                    config_key(("cluster", *path)),
+                    f"is a role of the {partition} partition, but aws:region {config.region} is in "
+                    f"{config.partition}: roles never cross partitions, so it could never sign in to this "
+                    f"cluster; use a role ARN of the form arn:{config.partition}:iam::<account>:role/<name>",
+                    arn,
+                    True,
+                )
+            )
+    return problems
 
 
 def _karpenter_replicas_problems(config: StackConfig) -> list[ConfigProblem]:
@@ -324,13 +480,11 @@ def parse_stack_config(raw: Mapping[str, Any], secret_keys: frozenset[str] = fro
     problems: list[ConfigProblem] = []
     sections: dict[str, Any] = {}
     for key, value in sorted(raw.items()):
-        if not key.startswith(f"{PROJECT}:") and key != "aws:region":
-            continue
         if key not in SECTIONS:
-            problems.append(
-                ConfigProblem(key, f"unknown config section; accepted: {', '.join(sorted(SECTIONS))}")
-            )
-        elif key == "aws:region" or not isinstance(value, str):
+            problem = _key_problem(key, value, key in secret_keys)
+            if problem is not None:
+                problems.append(problem)
+        elif key.startswith("aws:") or not isinstance(value, str):
             sections[SECTIONS[key]] = value
         else:
             try:
@@ -354,4 +508,7 @@ def load_stack_config() -> StackConfig:
     """Read this stack's Pulumi config and validate it (see `parse_stack_config`)."""
     raw = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
     secret_keys = frozenset(runtime_config._SECRET_KEYS.get())
-    return parse_stack_config(raw, secret_keys)
+    config = parse_stack_config(raw, secret_keys)
+    for warning in config_warnings(config):
+        pulumi.log.warn(warning)
+    return config

@@ -1,18 +1,29 @@
-"""NVIDIA GPU facts per EC2 instance type, and which instance types can run MIG (pure; no Pulumi).
+"""EC2 instance-type facts: which types exist, what each brings, NVIDIA GPUs and MIG (pure; no Pulumi calls).
 
-The table is `facts/data/accelerated-instance-types.tsv`, a verbatim copy of the Karpenter 1.14.1
-reference (`website/content/en/v1.14/reference/instance-types.md`, generated from EC2 data; the tests
-check the copy against the reference). It is region-dependent: an instance type missing from it is
-reported as unknown rather than guessed.
+- `facts/data/accelerated-instance-types.tsv`: a verbatim copy of the Karpenter 1.14.1 reference
+  (`website/content/en/v1.14/reference/instance-types.md`, generated from EC2 data; the tests check the copy
+  against the reference), with GPU, EFA and allocatable resources of accelerated types.
+- `facts/data/instance-types.tsv`: every type of that same reference (1363), with architecture, category,
+  generation and what is allocatable (`scripts/instance_types_table.py` extracts it).
+- `pulumi_aws.ec2.InstanceType` (pulumi-aws 7.51.1): the provider schema's enum of EC2 instance type
+  names, broader than the Karpenter reference (older and region-specific types): whether a name exists.
+
+The Karpenter tables are region-dependent: a type missing from them is reported unknown rather than guessed.
 """
 
 import csv
 import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 
+import pulumi_aws
+
+from facts.quantity import parse_quantity
+
 INSTANCE_TYPES_TSV = Path(__file__).parent / "data" / "accelerated-instance-types.tsv"
+ALL_INSTANCE_TYPES_TSV = Path(__file__).parent / "data" / "instance-types.tsv"
 
 MIG_CAPABLE_GPUS = frozenset({"a100", "a30", "h100", "h200", "b200", "b300"})
 """Values of `karpenter.k8s.aws/instance-gpu-name` (the TSV's `gpu-name`) whose GPUs support MIG."""
@@ -48,6 +59,27 @@ class GpuInstanceType:
     @property
     def mig_capable(self) -> bool:
         return self.gpu_name in MIG_CAPABLE_GPUS
+
+
+@dataclass(frozen=True)
+class InstanceType:
+    """One EC2 instance type of the Karpenter reference: what a node of it brings to a pool."""
+
+    name: str
+    family: str
+    arch: str
+    """`amd64` or `arm64` (`kubernetes.io/arch`)."""
+    category: str
+    """`karpenter.k8s.aws/instance-category` (`m`, `g`, `p`, ...)."""
+    generation: int
+    gpu_manufacturer: str
+    """`nvidia`, `amd` or empty."""
+    vcpus: int
+    """vCPUs: the instance's `cpu` capacity, which Karpenter compares with what is left of a pool's limit."""
+    cpu: Decimal
+    """Allocatable vCPUs (after the AL2023 overhead)."""
+    memory: Decimal
+    """Allocatable memory in bytes."""
 
 
 def _int(text: str) -> int:
@@ -140,3 +172,39 @@ def check_mig_capable(
             "to such instance types or families (e.g. p4d, p5) or drop its MIG profile"
         )
     return candidates
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    lines = [line for line in path.read_text().splitlines() if not line.startswith("#")]
+    return list(csv.DictReader(lines, delimiter="\t"))
+
+
+@functools.cache
+def instance_types() -> Mapping[str, InstanceType]:
+    """Every instance type of the Karpenter 1.14.1 reference, by name."""
+    return {
+        row["instance"]: InstanceType(
+            name=row["instance"],
+            family=row["instance"].split(".", 1)[0],
+            arch=row["arch"],
+            category=row["category"],
+            generation=_int(row["generation"]),
+            gpu_manufacturer=row["gpu-manufacturer"],
+            vcpus=_int(row["vcpu"]),
+            cpu=parse_quantity(row["alloc-cpu"]),
+            memory=parse_quantity(row["alloc-memory"]),
+        )
+        for row in _rows(ALL_INSTANCE_TYPES_TSV)
+    }
+
+
+@functools.cache
+def ec2_instance_type_names() -> frozenset[str]:
+    """Every EC2 instance type name pulumi-aws knows (`pulumi_aws.ec2.InstanceType`), plus the reference's."""
+    return frozenset(t.value for t in pulumi_aws.ec2.InstanceType) | instance_types().keys()
+
+
+@functools.cache
+def ec2_instance_families() -> frozenset[str]:
+    """Every instance family (the part before the dot) of `ec2_instance_type_names`."""
+    return frozenset(name.split(".", 1)[0] for name in ec2_instance_type_names())

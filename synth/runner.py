@@ -3,6 +3,7 @@
 import asyncio
 import contextlib
 import json
+import logging
 import runpy
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -18,9 +19,28 @@ from pulumi.runtime.mocks import MockMonitor
 from pulumi.runtime.proto import source_pb2
 from pulumi.runtime.stack import run_pulumi_func
 
+from config.errors import nearest
+from config.stack import SECTIONS
 from synth.mocks import AwsMocks
+from synth.stack_files import ROOT, stacks
 
-ROOT = Path(__file__).resolve().parent.parent
+__all__ = [
+    "PROJECT",
+    "ROOT",
+    "SECRET",
+    "ProgramRun",
+    "RecordingMonitor",
+    "Registration",
+    "StackFileError",
+    "config_map",
+    "project_config",
+    "run_program",
+    "run_stack",
+    "stack_config",
+    "stack_file_config",
+    "stacks",
+]
+
 PROJECT = "gpu-eks"
 SECRET = "[secret]"
 
@@ -43,10 +63,15 @@ class Registration:
     """URNs this resource depends on: explicit `depends_on` and those carried by input Outputs."""
     property_dependencies: dict[str, list[str]]
     provider: str | None
+    provider_urn: str | None
+    """The explicit provider's URN: the engine orders a resource after its provider on create, and deletes
+    it before its provider on destroy, like a dependency."""
     protect: bool
     ignore_changes: list[str]
     delete_before_replace: bool
     outputs: dict[str, Any] = field(default_factory=dict)
+    aliases: list[str] = field(default_factory=list)
+    """URNs this resource had before (its `aliases` option): the engine moves their state to it."""
 
 
 class RecordingMonitor(MockMonitor):
@@ -109,13 +134,42 @@ class RecordingMonitor(MockMonitor):
                     key: sorted(deps.urns) for key, deps in sorted(request.propertyDependencies.items())
                 },
                 provider=request.provider.split("::")[-2] if request.provider else None,
+                provider_urn=request.provider.rpartition("::")[0] if request.provider else None,
                 protect=bool(request.protect),
                 ignore_changes=list(request.ignoreChanges),
                 delete_before_replace=bool(request.deleteBeforeReplace),
                 outputs=_unwrap(rpc.deserialize_properties(response.object), mask=False),
+                aliases=_alias_urns(request, response.urn),
             )
         )
         return response
+
+
+def _alias_urns(request: Any, urn: str) -> list[str]:
+    """The URNs of a resource's `aliases` option. The SDK sends alias specs; each is completed from the
+    resource itself, as the engine does (a missing name, type, stack, project or parent means its own)."""
+    stack, project = urn.removeprefix("urn:pulumi:").split("::")[:2]
+    result = []
+    for alias in request.aliases:
+        # Aliases that only name an older API version of the same type (the SDKs add those to every
+        # Kubernetes kind with one) say nothing about this program; keep the ones that move a resource.
+        if not (alias.urn or alias.spec.name or alias.spec.parentUrn or alias.spec.noParent):
+            continue
+        if alias.urn:
+            result.append(alias.urn)
+            continue
+        spec = alias.spec
+        parent = "" if spec.noParent else (spec.parentUrn or request.parent)
+        # Under the mock monitor the parent URN of a spec keeps the root Stack's type in its type chain;
+        # the engine's URNs never have it.
+        parent_type = parent.split("::")[2].removeprefix("pulumi:pulumi:Stack$") if parent else ""
+        type_token = spec.type or request.type
+        qualified = (
+            type_token if parent_type in ("", "pulumi:pulumi:Stack") else f"{parent_type}${type_token}"
+        )
+        where = f"{spec.stack or stack}::{spec.project or project}"
+        result.append(f"urn:pulumi:{where}::{qualified}::{spec.name or request.name}")
+    return result
 
 
 def _unwrap(value: Any, *, mask: bool) -> Any:
@@ -138,6 +192,8 @@ class ProgramRun:
     resources: list[Registration]
     outputs: dict[str, Any]
     secret_outputs: frozenset[str]
+    warnings: list[str] = field(default_factory=list)
+    """What the program logged with `pulumi.log.warn` (`pulumi preview` shows these as warnings)."""
 
     def of_type(self, type_token: str) -> list[Registration]:
         """Every registration of a type token, in registration order."""
@@ -156,15 +212,78 @@ class ProgramRun:
         return next(r for r in self.resources if r.urn == urn)
 
 
-def stacks(root: Path = ROOT) -> list[str]:
-    """Every committed stack: the `<stack>` of each `Pulumi.<stack>.yaml`."""
-    return sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in root.glob("Pulumi.*.yaml"))
+class StackFileError(Exception):
+    """A stack file the Pulumi CLI would refuse to load: YAML syntax, no `config:`, a malformed key."""
+
+
+def _shown(path: Path, root: Path) -> str:
+    """A file as messages name it: by name in the project's root, else by its path (`--from-config`)."""
+    return path.name if path.parent.resolve() == root.resolve() else str(path)
+
+
+def _load_yaml(path: Path, shown: str | None = None) -> Any:
+    try:
+        return yaml.safe_load(path.read_text())
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f", line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        started = (
+            f" ({exc.context} at line {exc.context_mark.line + 1})"
+            if exc.context and exc.context_mark and exc.problem_mark
+            else ""
+        )
+        problem = exc.problem or exc.context
+        raise StackFileError(f"{shown or path.name}{where}: not valid YAML: {problem}{started}") from None
 
 
 def stack_config(stack: str, root: Path = ROOT) -> dict[str, str]:
-    """The config map Pulumi would hand the program for `Pulumi.<stack>.yaml` (objects as JSON text)."""
-    document = yaml.safe_load((root / f"Pulumi.{stack}.yaml").read_text()) or {}
-    return config_map(document.get("config") or {})
+    """The config map Pulumi would hand the program for `Pulumi.<stack>.yaml` (objects as JSON text): the
+    project's config values from `Pulumi.yaml` (such as `pulumi:tags`), overridden by the stack's."""
+    return stack_file_config(root / f"Pulumi.{stack}.yaml", root)
+
+
+def stack_file_config(path: Path, root: Path = ROOT) -> dict[str, str]:
+    """The config map of a stack file wherever it is (`synth plan --from-config`), read as Pulumi reads a
+    stack file of the project at `root`. Raises `StackFileError` where the CLI would refuse the file."""
+    shown = _shown(path, root)
+    document = _load_yaml(path, shown)
+    if not isinstance(document, dict) or "config" not in document:
+        raise StackFileError(
+            f"{shown}: has no top-level `config:` mapping, so the stack would get no configuration; "
+            "put every setting under `config:` (e.g. `config:` then `  aws:region: us-west-2`)"
+        )
+    values = document["config"] or {}
+    if not isinstance(values, dict):
+        raise StackFileError(f"{shown}: `config:` must be a mapping of keys to values")
+    keys = {str(key): _stack_key(str(key), shown) for key in values}
+    return {**project_config(root), **config_map({keys[str(k)]: v for k, v in values.items()})}
+
+
+def _stack_key(key: str, shown: str) -> str:
+    """A stack-file key as Pulumi parses it (sdk/go/common/resource/config/key.go `ParseKey`): `ns:name`,
+    or the old `ns:config:name`; anything else makes the CLI refuse the file."""
+    parts = key.split(":")
+    if len(parts) == 2 and all(parts):
+        return key
+    if len(parts) == 3 and parts[1] == "config":
+        return f"{parts[0]}:{parts[2]}"
+    close = nearest(key, SECTIONS)
+    raise StackFileError(
+        f"{shown}: {key!r} is not a configuration key: Pulumi expects <namespace>:<name>"
+        + (f" (did you mean {close}?)" if close else "")
+    )
+
+
+def project_config(root: Path = ROOT) -> dict[str, str]:
+    """Config values that `Pulumi.yaml` sets for every stack (`config: {key: {value: ...}}` or a plain value).
+    Keys without a namespace belong to the project, as Pulumi reads project config."""
+    document = _load_yaml(root / "Pulumi.yaml") or {}
+    values = {}
+    for key, entry in (document.get("config") or {}).items():
+        value = entry.get("value", entry.get("default")) if isinstance(entry, dict) else entry
+        if value is not None:
+            values[key if ":" in key else f"{PROJECT}:{key}"] = value
+    return config_map(values)
 
 
 def config_map(values: Mapping[str, Any]) -> dict[str, str]:
@@ -173,6 +292,18 @@ def config_map(values: Mapping[str, Any]) -> dict[str, str]:
         key if ":" in key else f"{PROJECT}:{key}": value if isinstance(value, str) else json.dumps(value)
         for key, value in values.items()
     }
+
+
+class _Warnings(logging.Handler):
+    """Collects what the program logs as warnings through the mock engine."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno == logging.WARNING:
+            self.messages.append(record.getMessage())
 
 
 def run_program(
@@ -189,12 +320,18 @@ def run_program(
     registered before that.
     """
     monitor = monitor or RecordingMonitor(AwsMocks(config.get("aws:region", "us-west-2")))
+    warnings = _Warnings()
+    logger = logging.getLogger("gpu-eks.synth.engine")
+    logger.propagate = False
+    logger.addHandler(warnings)
     settings.reset_options(project=project, stack=stack, preview=False)
     runtime_config.set_all_config(dict(config), [])
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     try:
-        pulumi.runtime.set_mocks(monitor.mocks, project=project, stack=stack, preview=False, monitor=monitor)
+        pulumi.runtime.set_mocks(
+            monitor.mocks, project=project, stack=stack, preview=False, monitor=monitor, logger=logger
+        )
         root = settings.get_root_resource()
         main = program or _run_main
         with _without_stack_traces():
@@ -207,7 +344,8 @@ def run_program(
         monitor.close_thread_loops()
         settings.reset_options()
         runtime_config.set_all_config({}, [])
-    return ProgramRun(list(monitor.registrations), outputs, secret)
+        logger.removeHandler(warnings)
+    return ProgramRun(list(monitor.registrations), outputs, secret, warnings.messages)
 
 
 @contextlib.contextmanager

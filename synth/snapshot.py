@@ -76,6 +76,8 @@ def _resource_entry(resource: Registration) -> dict[str, Any]:
         entry["ignoreChanges"] = sorted(resource.ignore_changes)
     if resource.delete_before_replace:
         entry["deleteBeforeReplace"] = True
+    if resource.aliases:
+        entry["aliases"] = sorted(short(a) for a in resource.aliases)
     if resource.masked_inputs:
         entry["inputs"] = sorted_keys(resource.masked_inputs)
     return entry

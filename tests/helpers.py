@@ -4,7 +4,7 @@ import json
 from typing import Any
 
 from synth.mocks import AwsMocks
-from synth.runner import ProgramRun, RecordingMonitor, run_program
+from synth.runner import ProgramRun, RecordingMonitor, Registration, run_program
 
 MINIMAL_CLUSTER = {"name": "ml-test"}
 
@@ -15,6 +15,25 @@ def config(region: str = "us-west-2", **sections: Any) -> dict[str, str]:
     sections.setdefault("cluster", MINIMAL_CLUSTER)
     values.update({f"gpu-eks:{key}": json.dumps(value) for key, value in sections.items()})
     return values
+
+
+def closure(run: ProgramRun, urn: str) -> set[str]:
+    """Everything `urn` depends on, directly or through other resources (the declared graph, where a
+    resource's explicit provider counts as a dependency, as the engine orders it)."""
+    by_urn = {r.urn: r for r in run.resources}
+
+    def edges(resource: Registration) -> list[str]:
+        return [*resource.dependencies, *([resource.provider_urn] if resource.provider_urn else [])]
+
+    seen: set[str] = set()
+    todo = edges(by_urn[urn])
+    while todo:
+        current = todo.pop()
+        if current in seen or current not in by_urn:
+            continue
+        seen.add(current)
+        todo += edges(by_urn[current])
+    return seen
 
 
 def run(region: str = "us-west-2", **sections: Any) -> ProgramRun:

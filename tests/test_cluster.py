@@ -1,11 +1,38 @@
-"""Cluster: control-plane settings, system node group, add-ons, access entries, the Kubernetes provider."""
+"""Cluster: control-plane settings and logs, system node group, add-ons and their versions, access entries,
+the Kubernetes provider."""
 
 import json
 
-from components.cluster import SYSTEM_NODE_SELECTOR
+import pytest
+
+from components.cluster import (
+    ADDONS,
+    SYSTEM_NODE_SELECTOR,
+    AccessGrant,
+    access_grants,
+    kubeconfig_with_profile,
+    pulumi_eks_child_urn,
+)
 from components.network import DISCOVERY_TAG
-from synth.runner import ProgramRun
-from tests.helpers import run
+from config.cluster import ClusterConfig
+from config.errors import ConfigError
+from facts.eks import ADDON_VERSION, LOG_RETENTION_DAYS
+from synth.mocks import default_addon_version
+from synth.runner import ProgramRun, run_program
+from synth.snapshot import short
+from tests.conftest import stack_run
+from tests.helpers import config, run, run_failing
+
+ADDON = "aws:eks/addon:Addon"
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+LOG_GROUP = "aws:cloudwatch/logGroup:LogGroup"
+
+
+def addons(result: ProgramRun) -> dict[str, dict[str, object]]:
+    return {r.inputs["addonName"]: r.inputs for r in result.of_type(ADDON)}
+
+
+# --- Control plane ------------------------------------------------------------------------------
 
 
 def test_control_plane_settings(dev: ProgramRun) -> None:
@@ -26,22 +53,37 @@ def test_control_plane_settings(dev: ProgramRun) -> None:
         "controllerManager",
         "scheduler",
     ]
-    assert inputs["corednsAddonOptions"]["enabled"] is False
+    assert inputs["upgradePolicy"] == {"supportType": "STANDARD"}
     assert cluster.parent is not None
     assert cluster.parent.endswith("gpu-eks:cluster:Cluster::cluster")
 
 
-def test_prod_endpoint_is_private_and_cluster_protected(prod: ProgramRun) -> None:
+def test_pulumi_eks_manages_no_add_on() -> None:
+    """pulumi-eks would resolve vpc-cni and kube-proxy to the newest build on every `up`; it is told to leave
+    all three to the cluster component (nodejs/eks/cluster/cluster.ts @ccf53f17: `useDefaultVpcCni` skips
+    its VpcCniAddon, `kubeProxyAddonOptions.enabled: false` its kube-proxy Addon)."""
+    inputs = run().one("eks:index:Cluster").inputs
+    assert inputs["useDefaultVpcCni"] is True
+    assert inputs["kubeProxyAddonOptions"]["enabled"] is False
+    assert inputs["corednsAddonOptions"]["enabled"] is False
+
+
+def test_prod_bootstraps_through_a_restricted_public_endpoint_and_is_protected(prod: ProgramRun) -> None:
     cluster = prod.one("eks:index:Cluster")
-    assert cluster.inputs["endpointPublicAccess"] is False
+    assert cluster.inputs["endpointPublicAccess"] is True
+    assert cluster.inputs["publicAccessCidrs"] == ["203.0.113.10/32"]
     assert cluster.inputs["endpointPrivateAccess"] is True
-    assert "publicAccessCidrs" not in cluster.inputs
     assert cluster.inputs["deletionProtection"] is True
     assert cluster.protect is True
 
 
 def test_dev_cluster_is_not_protected(dev: ProgramRun) -> None:
     assert dev.one("eks:index:Cluster").protect is False
+
+
+def test_extended_support_is_opt_in() -> None:
+    result = run(cluster={"name": "ml-old", "upgradePolicy": "EXTENDED"})
+    assert result.one("eks:index:Cluster").inputs["upgradePolicy"] == {"supportType": "EXTENDED"}
 
 
 def test_cluster_security_group_is_tagged_for_karpenter_discovery(dev: ProgramRun) -> None:
@@ -51,9 +93,43 @@ def test_cluster_security_group_is_tagged_for_karpenter_discovery(dev: ProgramRu
     assert (tag.inputs["key"], tag.inputs["value"]) == (DISCOVERY_TAG, "ml-dev")
 
 
+# --- Control-plane logs -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("stack", "days"), [("dev", 90), ("prod", 365)])
+def test_control_plane_logs_go_to_a_log_group_created_first(stack: str, days: int) -> None:
+    result = stack_run(stack)
+    group = result.one(LOG_GROUP)
+    name = result.one("eks:index:Cluster").inputs["name"]
+    assert group.inputs["name"] == f"/aws/eks/{name}/cluster"  # where EKS writes them
+    assert group.inputs["retentionInDays"] == days
+    assert group.urn in result.one("eks:index:Cluster").dependencies
+    assert group.protect is (stack == "prod")
+
+
+def test_no_log_types_no_log_group() -> None:
+    result = run(cluster={"name": "ml-quiet", "logTypes": []})
+    assert result.of_type(LOG_GROUP) == []
+    assert result.one("eks:index:Cluster").inputs["enabledClusterLogTypes"] == []
+
+
+def test_log_retention_must_be_a_period_cloudwatch_accepts() -> None:
+    error, monitor = run_failing(cluster={"name": "ml-test", "logRetentionDays": 100})
+    assert isinstance(error, ConfigError)
+    assert str(error.problems[0]).startswith(
+        "gpu-eks:cluster.logRetentionDays = 100: must be one of the periods CloudWatch Logs accepts: 1, 3, 5"
+    )
+    assert monitor.registrations == []
+    assert 0 not in LOG_RETENTION_DAYS  # never-expiring logs are what the log group is there to avoid
+
+
+# --- System node group --------------------------------------------------------------------------
+
+
 def test_system_node_group(prod: ProgramRun) -> None:
-    group = prod.one("aws:eks/nodeGroup:NodeGroup").inputs
+    group = prod.one(NODE_GROUP).inputs
     assert group["clusterName"] == "ml-prod"
+    assert group["version"] == "1.35"
     assert group["capacityType"] == "ON_DEMAND"
     assert group["instanceTypes"] == ["m7i.xlarge", "m6i.xlarge"]
     assert group["scalingConfig"] == {"minSize": 3, "desiredSize": 3, "maxSize": 6}
@@ -64,7 +140,7 @@ def test_system_node_group(prod: ProgramRun) -> None:
 
 
 def test_system_node_group_spans_the_private_subnets_only(dev: ProgramRun) -> None:
-    group = dev.one("aws:eks/nodeGroup:NodeGroup")
+    group = dev.one(NODE_GROUP)
     private = {r.urn for r in dev.of_type("aws:ec2/subnet:Subnet") if "-private-" in r.name}
     public = {r.urn for r in dev.of_type("aws:ec2/subnet:Subnet") if "-public-" in r.name}
     assert private <= set(group.property_dependencies["subnetIds"])
@@ -85,7 +161,7 @@ def test_system_node_role_has_exactly_the_node_policies(dev: ProgramRun) -> None
         "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
         "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
     ]
-    group = dev.one("aws:eks/nodeGroup:NodeGroup")
+    group = dev.one(NODE_GROUP)
     attachment_urns = {
         r.urn
         for r in dev.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
@@ -95,37 +171,197 @@ def test_system_node_role_has_exactly_the_node_policies(dev: ProgramRun) -> None
 
 
 def test_node_group_ignores_desired_size_drift(dev: ProgramRun) -> None:
-    assert dev.one("aws:eks/nodeGroup:NodeGroup").ignore_changes == ["scalingConfig.desiredSize"]
+    assert dev.one(NODE_GROUP).ignore_changes == ["scalingConfig.desiredSize"]
 
 
-def test_addons_pod_identity_before_nodes_and_coredns_after(dev: ProgramRun) -> None:
-    addons = {r.inputs["addonName"]: r for r in dev.of_type("aws:eks/addon:Addon")}
-    assert set(addons) == {"eks-pod-identity-agent", "coredns"}
-    node_group = dev.one("aws:eks/nodeGroup:NodeGroup")
-    assert node_group.urn in addons["coredns"].dependencies
-    assert node_group.urn not in addons["eks-pod-identity-agent"].dependencies
-    for addon in addons.values():
-        assert addon.inputs["clusterName"] == "ml-dev"
-        assert addon.inputs["resolveConflictsOnCreate"] == "OVERWRITE"
+# --- Add-ons and versions -----------------------------------------------------------------------
 
 
-def test_admin_access_entries(prod: ProgramRun) -> None:
-    entries = [
-        e for e in prod.of_type("aws:eks/accessEntry:AccessEntry") if e.name.startswith("cluster-admin-")
-    ]
-    # By name, not registration order: entries register once the cluster name resolves, in no set order.
-    assert {e.name: e.inputs["principalArn"] for e in entries} == {
-        "cluster-admin-0": "arn:aws:iam::111122223333:role/platform-admin",
-        "cluster-admin-1": "arn:aws:iam::111122223333:role/platform-break-glass",
+def test_every_add_on_is_pinned_to_the_default_build_of_the_cluster_version(any_stack: ProgramRun) -> None:
+    found = addons(any_stack)
+    assert set(found) == {a.name for a in ADDONS} | {"aws-ebs-csi-driver"}
+    for name, inputs in found.items():
+        version = str(inputs["addonVersion"])
+        assert ADDON_VERSION.fullmatch(version), name
+        # What `get_addon_version(most_recent=False)` answers for 1.35 (see synth/mocks.py).
+        assert version == default_addon_version(name, "1.35"), name
+        assert inputs["resolveConflictsOnCreate"] == "OVERWRITE"
+        assert inputs["resolveConflictsOnUpdate"] == "OVERWRITE"
+
+
+def test_a_kubernetes_bump_moves_the_control_plane_node_group_and_every_add_on_together() -> None:
+    before = run(cluster={"name": "ml-up", "kubernetesVersion": "1.35"})
+    after = run(cluster={"name": "ml-up", "kubernetesVersion": "1.36"})
+    assert after.one("eks:index:Cluster").inputs["version"] == "1.36"
+    assert after.one(NODE_GROUP).inputs["version"] == "1.36"
+    old, new = addons(before), addons(after)
+    assert set(old) == set(new)
+    for name in new:
+        # The default build for the new version (AWS may keep the same build across minors for some).
+        assert new[name]["addonVersion"] == default_addon_version(name, "1.36"), name
+    assert str(old["kube-proxy"]["addonVersion"]).startswith("v1.35.")
+    assert str(new["kube-proxy"]["addonVersion"]).startswith("v1.36.")
+
+
+def test_the_node_group_and_add_ons_wait_for_the_control_plane(any_stack: ProgramRun) -> None:
+    """Addressed to the cluster by a name that resolves once the control plane exists (on an upgrade: runs
+    the new version), so they are updated after it."""
+    cluster = any_stack.one("eks:index:Cluster").urn
+    for resource in [any_stack.one(NODE_GROUP), *any_stack.of_type(ADDON)]:
+        assert cluster in resource.property_dependencies["clusterName"], resource.name
+
+
+def test_add_ons_that_need_nodes_come_after_the_system_nodes(dev: ProgramRun) -> None:
+    group = dev.one(NODE_GROUP).urn
+    by_name = {r.inputs["addonName"]: r for r in dev.of_type(ADDON)}
+    assert {n for n, r in by_name.items() if group in r.dependencies} == {"coredns", "aws-ebs-csi-driver"}
+    # vpc-cni and kube-proxy must survive being taken out of the stack: the pods' network depends on them.
+    assert {n for n, r in by_name.items() if r.inputs.get("preserve")} == {"vpc-cni", "kube-proxy"}
+
+
+def test_a_pinned_add_on_keeps_its_build_and_the_others_follow_the_default() -> None:
+    result = run(
+        cluster={"name": "ml-pin", "addons": {"vpcCni": {"version": "v1.19.6-eksbuild.7"}}},
+    )
+    found = addons(result)
+    assert found["vpc-cni"]["addonVersion"] == "v1.19.6-eksbuild.7"
+    assert found["coredns"]["addonVersion"] == default_addon_version("coredns", "1.35")
+
+
+def test_a_kube_proxy_pin_of_another_minor_is_refused() -> None:
+    error, monitor = run_failing(
+        cluster={
+            "name": "ml-pin",
+            "kubernetesVersion": "1.36",
+            "addons": {"kubeProxy": {"version": "v1.35.0-eksbuild.2"}},
+        }
+    )
+    assert isinstance(error, ConfigError)
+    assert str(error.problems[0]).startswith(
+        "gpu-eks:cluster.addons.kubeProxy.version = 'v1.35.0-eksbuild.2': is a kube-proxy build for "
+        "Kubernetes 1.35, but kubernetesVersion is 1.36"
+    )
+    assert monitor.registrations == []
+
+
+def test_a_malformed_add_on_version_is_refused() -> None:
+    error, monitor = run_failing(cluster={"name": "ml-pin", "addons": {"coredns": {"version": "1.11"}}})
+    assert isinstance(error, ConfigError)
+    assert str(error.problems[0]) == (
+        "gpu-eks:cluster.addons.coredns.version = '1.11': must be an EKS add-on build such as "
+        "v1.19.2-eksbuild.1"
+    )
+    assert monitor.registrations == []
+
+
+def test_taken_over_add_ons_alias_the_resources_pulumi_eks_declared(dev: ProgramRun) -> None:
+    """Stacks deployed before the takeover update their add-ons in place instead of failing to create a
+    second one (EKS allows one add-on of a name per cluster)."""
+    cluster = dev.one("eks:index:Cluster").urn
+    aliases = {r.inputs["addonName"]: r.aliases for r in dev.of_type(ADDON)}
+    head = cluster.rpartition("::")[0]
+    assert aliases["kube-proxy"] == [f"{head}$aws:eks/addon:Addon::cluster-kube-proxy"]
+    assert aliases["vpc-cni"] == [f"{head}$eks:index:VpcCniAddon$aws:eks/addon:Addon::cluster-vpc-cni"]
+    assert aliases["coredns"] == aliases["eks-pod-identity-agent"] == []
+
+
+def test_pulumi_eks_child_urn() -> None:
+    cluster = "urn:pulumi:prod::gpu-eks::gpu-eks:cluster:Cluster$eks:index:Cluster::cluster"
+    assert pulumi_eks_child_urn(cluster, "eks:index:VpcCniAddon", "cluster-vpc-cni") == (
+        "urn:pulumi:prod::gpu-eks::gpu-eks:cluster:Cluster$eks:index:Cluster$eks:index:VpcCniAddon::"
+        "cluster-vpc-cni"
+    )
+
+
+# --- Access entries -----------------------------------------------------------------------------
+
+
+def test_admin_and_automation_access_entries(prod: ProgramRun) -> None:
+    entries = {
+        e.name: e for e in prod.of_type("aws:eks/accessEntry:AccessEntry") if e.name != "karpenter-node"
     }
-    assert {e.inputs["type"] for e in entries} == {"STANDARD"}
+    # By name, not registration order: entries register once the cluster name resolves, in no set order.
+    # Admins are named after the principal (not their position in the list), with the position-named alias
+    # of old; the CI roles after their purpose.
+    assert {
+        name: (e.inputs["principalArn"], [short(a) for a in e.aliases]) for name, e in entries.items()
+    } == {
+        "cluster-admin-111122223333-platform-admin": (
+            "arn:aws:iam::111122223333:role/platform-admin",
+            ["aws:eks/accessEntry:AccessEntry::cluster-admin-0"],
+        ),
+        "cluster-admin-111122223333-platform-break-glass": (
+            "arn:aws:iam::111122223333:role/platform-break-glass",
+            ["aws:eks/accessEntry:AccessEntry::cluster-admin-1"],
+        ),
+        "cluster-automation-preview": ("arn:aws:iam::111122223333:role/gpu-eks-preview", []),
+    }
+    assert {e.inputs["type"] for e in entries.values()} == {"STANDARD"}
     associations = prod.of_type("aws:eks/accessPolicyAssociation:AccessPolicyAssociation")
-    assert len(associations) == 2
+    assert {a.name for a in associations} == set(entries)
     for association in associations:
         assert association.inputs["policyArn"] == (
             "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
         )
         assert association.inputs["accessScope"] == {"type": "cluster"}
+
+
+def test_access_grants_give_both_ci_roles_cluster_admin() -> None:
+    config = ClusterConfig.model_validate(
+        {
+            "name": "ml",
+            "adminRoleArns": ["arn:aws:iam::111122223333:role/admin"],
+            "automation": {
+                "previewRoleArn": "arn:aws:iam::111122223333:role/preview",
+                "deployRoleArn": "arn:aws:iam::111122223333:role/deploy",
+            },
+        }
+    )
+    assert access_grants(config) == [
+        AccessGrant(
+            "admin-111122223333-admin",
+            "arn:aws:iam::111122223333:role/admin",
+            "AmazonEKSClusterAdminPolicy",
+            previous_name="admin-0",
+        ),
+        AccessGrant(
+            "automation-preview", "arn:aws:iam::111122223333:role/preview", "AmazonEKSClusterAdminPolicy"
+        ),
+        AccessGrant(
+            "automation-deploy", "arn:aws:iam::111122223333:role/deploy", "AmazonEKSClusterAdminPolicy"
+        ),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("automation", "expected"),
+    [
+        (
+            {"previewRoleArn": "arn:aws:iam::111122223333:role/platform-admin"},
+            "gpu-eks:cluster.automation.previewRoleArn = 'arn:aws:iam::111122223333:role/platform-admin': "
+            "is also listed in adminRoleArns",
+        ),
+        (
+            {
+                "previewRoleArn": "arn:aws:iam::111122223333:role/ci",
+                "deployRoleArn": "arn:aws:iam::111122223333:role/ci",
+            },
+            "gpu-eks:cluster.automation.deployRoleArn = 'arn:aws:iam::111122223333:role/ci': is the same "
+            "role as previewRoleArn",
+        ),
+    ],
+)
+def test_one_access_entry_per_principal(automation: dict[str, str], expected: str) -> None:
+    error, monitor = run_failing(
+        cluster={
+            "name": "ml-test",
+            "adminRoleArns": ["arn:aws:iam::111122223333:role/platform-admin"],
+            "automation": automation,
+        }
+    )
+    assert isinstance(error, ConfigError)
+    assert str(error.problems[0]).startswith(expected)
+    assert monitor.registrations == []
 
 
 def test_access_policy_arn_follows_the_partition() -> None:
@@ -146,6 +382,9 @@ def test_access_policy_arn_follows_the_partition() -> None:
     assert trust["Statement"][0]["Principal"] == {"Service": "ec2.amazonaws.com.cn"}
 
 
+# --- The Kubernetes provider and the kubeconfig -------------------------------------------------
+
+
 def test_kubernetes_provider_is_built_from_the_cluster_kubeconfig(dev: ProgramRun) -> None:
     cluster = dev.one("eks:index:Cluster")
     provider = dev.one("pulumi:providers:kubernetes")
@@ -153,6 +392,30 @@ def test_kubernetes_provider_is_built_from_the_cluster_kubeconfig(dev: ProgramRu
     assert cluster.urn in provider.dependencies
     assert provider.parent is not None
     assert provider.parent.endswith("gpu-eks:cluster:Cluster::cluster")
+    assert "providerCredentialOpts" not in cluster.inputs
+
+
+def test_an_aws_profile_reaches_the_kubeconfig_the_program_uses_and_exports() -> None:
+    result = run_program({**config(), "aws:profile": "ml-platform"})
+    cluster = result.one("eks:index:Cluster")
+    assert cluster.inputs["providerCredentialOpts"] == {"profileName": "ml-platform"}
+    provider = json.loads(result.one("pulumi:providers:kubernetes").inputs["kubeconfig"])
+    exported = result.outputs["kubeconfig"]
+    for kubeconfig in (provider, exported):
+        args = kubeconfig["users"][0]["user"]["exec"]["args"]
+        assert args[-2:] == ["--profile", "ml-platform"]
+        assert args[:6] == ["--region", "us-west-2", "eks", "get-token", "--cluster-name", "ml-test"]
+    assert "kubeconfig" in result.secret_outputs
+
+
+def test_kubeconfig_with_profile_adds_it_once_and_leaves_the_input_alone() -> None:
+    kubeconfig = {
+        "users": [{"name": "aws", "user": {"exec": {"command": "aws", "args": ["eks", "get-token"]}}}]
+    }
+    once = kubeconfig_with_profile(kubeconfig, "p")
+    assert once["users"][0]["user"]["exec"]["args"] == ["eks", "get-token", "--profile", "p"]
+    assert kubeconfig_with_profile(once, "p") == once
+    assert kubeconfig["users"][0]["user"]["exec"]["args"] == ["eks", "get-token"]
 
 
 def test_every_kubernetes_resource_uses_the_cluster_provider(any_stack: ProgramRun) -> None:
@@ -169,6 +432,7 @@ def test_outputs_come_from_the_cluster(dev: ProgramRun) -> None:
     assert dev.outputs["clusterName"] == "ml-dev"
     assert dev.outputs["clusterEndpoint"] == cluster["kubeconfig"]["clusters"][0]["cluster"]["server"]
     assert dev.outputs["oidcProviderArn"] == cluster["oidcProviderArn"]
+    assert dev.outputs["oidcProviderUrl"] == cluster["oidcIssuer"]
     assert "kubeconfig" in dev.secret_outputs
     assert "clusterEndpoint" not in dev.secret_outputs
 
@@ -179,8 +443,9 @@ def test_every_stack_runs_to_completion(any_stack: ProgramRun) -> None:
         "aws:ec2/vpc:Vpc",
         "aws:ec2/natGateway:NatGateway",
         "eks:index:Cluster",
-        "aws:eks/nodeGroup:NodeGroup",
-        "aws:eks/addon:Addon",
+        NODE_GROUP,
+        ADDON,
+        LOG_GROUP,
         "aws:eks/accessEntry:AccessEntry",
         "pulumi:providers:kubernetes",
     } <= types

@@ -38,12 +38,13 @@ def test_partition_follows_region(region: str, partition: str) -> None:
         # unknown key
         (
             {"cluster": {"name": "a", "kubernetesVersoin": "1.35"}},
-            "gpu-eks:cluster.kubernetesVersoin = '1.35': unknown key; accepted keys: name, kubernetesVersion",
+            "gpu-eks:cluster.kubernetesVersoin = '1.35': unknown key, did you mean kubernetesVersion? "
+            "Accepted keys: name, kubernetesVersion",
         ),
         # wrong type
         (
             {"cluster": {"name": "a", "systemNodes": {"minSize": "two"}}},
-            "gpu-eks:cluster.systemNodes.minSize = 'two': must be a valid integer",
+            "gpu-eks:cluster.systemNodes.minSize = 'two': must be a whole number",
         ),
         # out of range
         (
@@ -118,7 +119,10 @@ def test_each_mistake_names_key_value_and_what_is_accepted(
 
 def test_malformed_region_is_refused() -> None:
     found = problems(region="us-westish")
-    assert found == ["aws:region = 'us-westish': must be an AWS region such as us-west-2"]
+    assert found == [
+        "aws:region = 'us-westish': must be an AWS region such as us-west-2 (not one the AWS provider "
+        "knows); did you mean us-west-2?"
+    ]
 
 
 def test_missing_region_and_cluster_are_both_reported() -> None:
@@ -133,8 +137,11 @@ def test_missing_region_and_cluster_are_both_reported() -> None:
 def test_unknown_section_is_refused() -> None:
     with pytest.raises(ConfigError) as caught:
         parse_stack_config({**config(), "gpu-eks:clustr": json.dumps({"name": "x"})})
-    assert str(caught.value.problems[0]).startswith(
-        "gpu-eks:clustr: unknown config section; accepted: aws:region"
+    assert str(caught.value.problems[0]) == (
+        """gpu-eks:clustr = '{"name": "x"}': is no section of gpu-eks (sections: aws:profile, aws:region, """
+        "gpu-eks:cluster, gpu-eks:efaDevicePlugin, gpu-eks:gpuNodeGuard, gpu-eks:gpuOperator, "
+        "gpu-eks:karpenter, gpu-eks:network, gpu-eks:nodePools, gpu-eks:smokeTest); did you mean "
+        "gpu-eks:cluster?"
     )
 
 

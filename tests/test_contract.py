@@ -75,3 +75,13 @@ def test_export_refuses_a_partial_or_extended_contract() -> None:
     values = dict.fromkeys(contract.OUTPUT_NAMES, "x")
     with pytest.raises(ValueError, match=r"not in it \['extra'\]"):
         contract.export({**values, "extra": 1})
+
+
+def test_oidc_provider_url_is_the_issuer_without_scheme_as_the_contract_promises(
+    any_stack: ProgramRun,
+) -> None:
+    """Consumers write IRSA trust conditions `<oidcProviderUrl>:sub`; IAM matches them only without
+    `https://`, and the issuer is what the OIDC provider's ARN names."""
+    outputs = contract.StackOutputs.model_validate(any_stack.outputs)
+    assert not outputs.oidc_provider_url.startswith("https://")
+    assert outputs.oidc_provider_arn.endswith(f":oidc-provider/{outputs.oidc_provider_url}")

@@ -24,6 +24,7 @@ from components.gpu_node_guard.manifests import (
     METRICS_PORT,
     METRICS_PORT_NAME,
     SCRIPT,
+    SETTINGS_ENV,
     manifests,
 )
 from components.gpu_operator_values import MIG_CONFIG_LABEL, tolerates
@@ -471,9 +472,11 @@ def test_the_guard_runs_on_the_system_nodes_pinned_by_digest(mixed: ProgramRun) 
 
 
 def test_the_guard_watches_every_gpu_pool_with_its_timeout(mixed: ProgramRun) -> None:
-    data = _guard_objects(mixed)["ConfigMap"]["data"]
-    assert data["guard.py"] == SCRIPT.read_text()
-    settings = guard.GuardConfig.from_json(json.loads(data["config.json"]))
+    objects = _guard_objects(mixed)
+    assert objects["ConfigMap"]["data"] == {"guard.py": SCRIPT.read_text()}
+    (container,) = objects["Deployment"]["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    settings = guard.GuardConfig.from_json(json.loads(env[SETTINGS_ENV]))
     assert settings.pools == {
         "gpu-mig": guard.PoolPolicy(initialization_timeout_seconds=2400, mig_gate=True),
         "gpu-br": guard.PoolPolicy(initialization_timeout_seconds=1500, mig_gate=False),
@@ -492,6 +495,21 @@ def test_the_registered_rbac_is_the_least_privilege_one(mixed: ProgramRun) -> No
         assert objects[binding]["subjects"] == [
             {"kind": "ServiceAccount", "name": "gpu-node-guard", "namespace": "gpu-node-guard"}
         ]
+
+
+def test_the_guard_pod_may_only_serve_metrics_and_reach_the_api(mixed: ProgramRun) -> None:
+    objects = _guard_objects(mixed)
+    policy = objects["NetworkPolicy"]
+    assert policy["metadata"]["namespace"] == "gpu-node-guard"
+    pod_labels = objects["Deployment"]["spec"]["template"]["metadata"]["labels"]
+    assert policy["spec"]["podSelector"]["matchLabels"].items() <= pod_labels.items()
+    assert policy["spec"]["policyTypes"] == ["Ingress", "Egress"]
+    assert policy["spec"]["ingress"] == [{"ports": [{"port": METRICS_PORT, "protocol": "TCP"}]}]
+    assert policy["spec"]["egress"] == [{"ports": [{"port": 443, "protocol": "TCP"}]}]
+    # The pod starts with its policy in place.
+    deployment = next(r for r in mixed.resources if r.type == "kubernetes:apps/v1:Deployment")
+    registered = mixed.one("kubernetes:networking.k8s.io/v1:NetworkPolicy", "gpu-node-guard-networkpolicy")
+    assert registered.urn in deployment.dependencies
 
 
 def test_the_guard_starts_after_the_karpenter_crds(mixed: ProgramRun) -> None:
@@ -523,22 +541,24 @@ def test_no_guard_without_gpu_pools() -> None:
     assert _guard_objects(result) == {}
 
 
-def test_a_settings_change_rolls_the_guard() -> None:
+def test_a_settings_change_rolls_the_guard_and_keeps_its_program() -> None:
+    """Settings travel in the pod template (a change rolls the pod); the content-named ConfigMap holds only
+    the program, so a pool or timeout change never replaces it."""
     pools = parse_stack_config(config(nodePools=POOLS)).node_pools
 
-    def program(**settings: Any) -> tuple[str, str]:
+    def program(**settings: Any) -> tuple[str, dict[str, Any]]:
         objects = manifests(pools, GpuNodeGuardConfig(**settings), system_node_selector=SYSTEM_NODE_SELECTOR)
         (deployment,) = [m for m in objects if m["kind"] == "Deployment"]
         (config_map,) = [m for m in objects if m["kind"] == "ConfigMap"]
         assert config_map["immutable"] is True
         (volume,) = deployment["spec"]["template"]["spec"]["volumes"]
         assert volume["configMap"]["name"] == config_map["metadata"]["name"]
-        return str(config_map["metadata"]["name"]), json.dumps(config_map["data"])
+        return str(config_map["metadata"]["name"]), deployment["spec"]["template"]
 
-    (name, data), (new_name, new_data) = program(), program(initialization_timeout="30m")
-    assert data != new_data
-    assert name != new_name
-    assert program() == (name, data)
+    (name, template), (new_name, new_template) = program(), program(initialization_timeout="30m")
+    assert template != new_template
+    assert name == new_name
+    assert program() == (name, template)
 
 
 # --- refusals -----------------------------------------------------------------------------------------

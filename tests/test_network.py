@@ -6,7 +6,8 @@ import pytest
 
 from components.network import DISCOVERY_TAG, subnet_plan
 from synth.runner import ProgramRun
-from tests.helpers import run
+from tests.conftest import stack_run
+from tests.helpers import closure, run
 
 SUBNET = "aws:ec2/subnet:Subnet"
 
@@ -89,14 +90,45 @@ def test_nat_gateways_sit_in_public_subnets(prod: ProgramRun) -> None:
         assert set(nat.property_dependencies["subnetId"]) <= public_urns
 
 
-def test_the_cluster_and_nodes_wait_for_private_routes(dev: ProgramRun) -> None:
-    associations = {
+EGRESS = (
+    "aws:ec2/internetGateway:InternetGateway",
+    "aws:ec2/eip:Eip",
+    "aws:ec2/natGateway:NatGateway",
+    "aws:ec2/routeTable:RouteTable",
+    "aws:ec2/routeTableAssociation:RouteTableAssociation",
+)
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_the_control_plane_starts_once_its_subnets_exist_without_waiting_for_egress(stack: str) -> None:
+    """The first `up`'s critical path: the control plane (the longest create) needs its subnets, not the
+    NAT gateways and routes, which are built while it comes up."""
+    result = stack_run(stack)
+    cluster = result.one("eks:index:Cluster")
+    waits_for = closure(result, cluster.urn)
+    private = {r.urn for r in result.of_type(SUBNET) if "-private-" in r.name}
+    assert private <= waits_for
+    egress = {r.urn: f"{r.type} {r.name}" for t in EGRESS for r in result.of_type(t)}
+    assert egress
+    assert sorted(egress[u] for u in waits_for & set(egress)) == []
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_nodes_and_what_they_run_wait_for_the_private_routes(stack: str) -> None:
+    result = stack_run(stack)
+    routes = {
         r.urn
-        for r in dev.of_type("aws:ec2/routeTableAssociation:RouteTableAssociation")
+        for r in result.of_type("aws:ec2/routeTableAssociation:RouteTableAssociation")
         if "-private-" in r.name
     }
-    for resource in (dev.one("eks:index:Cluster"), dev.one("aws:eks/nodeGroup:NodeGroup")):
-        assert associations <= set(resource.dependencies), resource.name
+    nats = {r.urn for r in result.of_type("aws:ec2/natGateway:NatGateway")}
+    group = result.one("aws:eks/nodeGroup:NodeGroup")
+    assert routes <= set(group.dependencies)
+    assert nats <= closure(result, group.urn)
+    # Every chart that runs pods pulls images through the NAT (karpenter-crd holds only CRDs).
+    for release in result.of_type("kubernetes:helm.sh/v3:Release"):
+        if release.name != "karpenter-crd":
+            assert routes <= closure(result, release.urn), release.name
 
 
 def test_existing_vpc_is_used_as_is_and_only_gets_the_discovery_tag() -> None:
@@ -116,4 +148,5 @@ def test_existing_vpc_is_used_as_is_and_only_gets_the_discovery_tag() -> None:
     cluster = result.one("eks:index:Cluster").inputs
     assert cluster["vpcId"] == "vpc-0123456789abcdef0"
     assert cluster["privateSubnetIds"] == private
+    assert result.one("aws:eks/nodeGroup:NodeGroup").inputs["subnetIds"] == private
     assert result.outputs["vpcId"] == "vpc-0123456789abcdef0"

@@ -5,7 +5,7 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from components.smoke_test import smoke_job
+from components.smoke_test import smoke_job, smoke_namespace, smoke_network_policy
 from config.errors import ConfigError
 from config.gpu_operator import GpuOperatorConfig
 from config.node_pools import NodePoolConfig
@@ -44,7 +44,7 @@ def test_the_job_is_placed_on_the_pool_tolerates_its_taints_and_asks_for_one_gpu
         {"key": "team", "operator": "Equal", "value": "ml", "effect": "NoExecute"},
     ]
     (container,) = pod["containers"]
-    assert container["resources"]["limits"] == {"nvidia.com/gpu": "1"}
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == "1"
     assert pod["restartPolicy"] == "Never"
 
 
@@ -52,21 +52,72 @@ def test_the_default_check_is_nvidias_cuda_sample_and_the_job_cleans_itself_up()
     manifest = job()
     (container,) = manifest["spec"]["template"]["spec"]["containers"]
     assert (
-        container["image"]
-        == DEFAULT_IMAGE
-        == "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0-ubuntu22.04"
+        container["image"] == DEFAULT_IMAGE == "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0"
+        "@sha256:7c7540bdf1f942d4fb6db97069fd6c289471b54ac29e3c7fcdf914cf77af7d41"
     )
     assert "command" not in container  # the image's entrypoint runs vectorAdd
     assert manifest["spec"]["ttlSecondsAfterFinished"] == 600
     assert manifest["spec"]["activeDeadlineSeconds"] == 1800
 
 
+PINNED = "example.com/cuda-check:1@sha256:" + "ab" * 32
+
+
 def test_image_and_command_are_configurable() -> None:
-    (container,) = job(image="example.com/cuda-check:1", command=["nvidia-smi"])["spec"]["template"]["spec"][
-        "containers"
-    ]
-    assert container["image"] == "example.com/cuda-check:1"
+    (container,) = job(image=PINNED, command=["nvidia-smi"])["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == PINNED
     assert container["command"] == ["nvidia-smi"]
+
+
+def test_the_job_runs_hardened_and_its_namespace_admits_only_restricted_pods() -> None:
+    pod = job()["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert pod["automountServiceAccountToken"] is False
+    assert pod["securityContext"] == {
+        "runAsNonRoot": True,
+        "runAsUser": 65534,
+        "runAsGroup": 65534,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    assert container["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "readOnlyRootFilesystem": True,
+        "runAsNonRoot": True,
+        "runAsUser": 65534,
+        "runAsGroup": 65534,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    assert container["resources"] == {
+        "requests": {"cpu": "100m", "memory": "256Mi"},
+        "limits": {"cpu": "1", "memory": "512Mi", "nvidia.com/gpu": "1"},
+    }
+    assert container["volumeMounts"] == [{"name": "tmp", "mountPath": "/tmp"}]  # the only writable path
+    settings = SmokeTestConfig.model_validate(ENABLED)
+    labels = smoke_namespace(settings)["metadata"]["labels"]
+    assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
+    assert smoke_network_policy(settings)["spec"]["policyTypes"] == ["Ingress", "Egress"]
+    for manifest in (smoke_namespace(settings), smoke_network_policy(settings)):
+        kubernetes_validate.validate(manifest, "1.35", strict=True)
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0-ubuntu22.04",
+        "nvcr.io/nvidia/k8s/cuda-sample@sha256:1234",
+        "cuda-sample:latest",
+    ],
+)
+def test_an_image_not_pinned_by_digest_is_refused_before_anything_exists(image: str) -> None:
+    error, monitor = run_failing(nodePools=[POOL], smokeTest={**ENABLED, "image": image})
+    assert isinstance(error, ConfigError)
+    assert str(error).splitlines()[1] == (
+        f"  - gpu-eks:smokeTest.image = {image!r}: must be an image pinned by digest, such as "
+        "registry/repo:tag@sha256:<64 hex digits>, so every pod runs the same image (find the digest with "
+        "`docker buildx imagetools inspect <image>` or `crane digest <image>`)"
+    )
+    assert monitor.registrations == []
 
 
 def test_mixed_mig_pools_request_their_mig_resource() -> None:
@@ -81,7 +132,8 @@ def test_mixed_mig_pools_request_their_mig_resource() -> None:
     mixed = GpuOperatorConfig.model_validate({"mig": {"strategy": "mixed"}})
     manifest = smoke_job(pool, SmokeTestConfig.model_validate(ENABLED), gpu_operator=mixed)
     (container,) = manifest["spec"]["template"]["spec"]["containers"]
-    assert container["resources"]["limits"] == {"nvidia.com/mig-1g.5gb": "1"}
+    assert container["resources"]["limits"]["nvidia.com/mig-1g.5gb"] == "1"
+    assert "nvidia.com/gpu" not in container["resources"]["limits"]
 
 
 @pytest.mark.parametrize(

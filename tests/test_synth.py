@@ -1,12 +1,14 @@
 """Offline synth: deterministic snapshots, secrets masked, real dependencies, a check that catches drift."""
 
+import json
 from pathlib import Path
 
 import pytest
 
+import synth.__main__ as synth_main
 from synth import snapshot
-from synth.__main__ import diff, main
-from synth.runner import ProgramRun, run_stack
+from synth.__main__ import diagnostics, diff, main
+from synth.runner import ROOT, ProgramRun, run_stack, stack_config
 
 
 def test_rendering_is_deterministic() -> None:
@@ -57,3 +59,86 @@ def test_diff_reports_added_and_removed_files() -> None:
 
 def test_committed_snapshots_are_current() -> None:
     assert main(["--check"]) == 0, "run: .venv/bin/python -m synth"
+
+
+# --- a refused configuration, as `pulumi preview` shows it -----------------------------------------
+
+
+def _stack_root(tmp_path: Path, name: str, text: str) -> Path:
+    (tmp_path / "Pulumi.yaml").write_text((ROOT / "Pulumi.yaml").read_text())
+    (tmp_path / f"Pulumi.{name}.yaml").write_text(text)
+    return tmp_path
+
+
+def _synth(monkeypatch: pytest.MonkeyPatch, root: Path, name: str) -> int:
+    monkeypatch.setattr(synth_main, "stacks", lambda: [name])
+    monkeypatch.setattr(synth_main, "run_stack", lambda stack: run_stack(stack, root))
+    return main([name, "--out", str(root / "out")])
+
+
+def test_a_refused_config_prints_as_pulumi_preview_does_and_exits_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = _stack_root(
+        tmp_path,
+        "bad",
+        "config:\n  aws:region: us-west-2\n  gpu-eks:cluster: {name: ml-bad}\n"
+        "  gpu_eks:network: {cidr: 10.9.0.0/16}\n",
+    )
+    assert _synth(monkeypatch, root, "bad") == 2
+    err = capsys.readouterr().err
+    assert err.splitlines() == [
+        "Diagnostics:",
+        "  pulumi:pulumi:Stack (gpu-eks-bad):",
+        "    error: Invalid stack configuration (1 problem):",
+        """      - gpu_eks:network = '{"cidr": "10.9.0.0/16"}': is never read: gpu-eks reads """
+        "gpu-eks:<section>, "
+        "the AWS provider's aws:<setting> and the engine's pulumi:<setting>; did you mean gpu-eks:network?",
+        "",
+        "configuration refused: bad",
+    ]
+    assert "Traceback" not in err
+    assert not (root / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "config:\n  aws:region: us-west-2\n  gpu-eks:cluster: {name: ml-bad\n",
+            "error: Pulumi.bad.yaml, line 4, column 1: not valid YAML: expected ',' or '}', but got "
+            "'<stream end>' (while parsing a flow mapping at line 3)",
+        ),
+        (
+            "aws:region: us-west-2\ngpu-eks:cluster: {name: ml-bad}\n",
+            "error: Pulumi.bad.yaml: has no top-level `config:` mapping, so the stack would get no "
+            "configuration",
+        ),
+        (
+            "config:\n  aws:region: us-west-2\n  gpu-eks.cluster: {name: ml-bad}\n",
+            "error: Pulumi.bad.yaml: 'gpu-eks.cluster' is not a configuration key: Pulumi expects "
+            "<namespace>:<name> (did you mean gpu-eks:cluster?)",
+        ),
+    ],
+)
+def test_a_stack_file_pulumi_cannot_load_is_named_with_its_line(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    text: str,
+    expected: str,
+) -> None:
+    root = _stack_root(tmp_path, "bad", text)
+    assert _synth(monkeypatch, root, "bad") == 2
+    first = capsys.readouterr().err.splitlines()[0]
+    assert first.startswith(expected), first
+
+
+def test_project_config_from_pulumi_yaml_reaches_the_program() -> None:
+    assert json.loads(stack_config("dev")["pulumi:tags"]) == {"pulumi:template": "gpu-eks"}
+
+
+def test_warnings_print_as_pulumi_preview_does() -> None:
+    assert diagnostics("dev", [], ["pool x: check the caps"]) == (
+        "Diagnostics:\n  pulumi:pulumi:Stack (gpu-eks-dev):\n    warning: pool x: check the caps\n"
+    )

@@ -24,6 +24,7 @@ _RESOURCES: dict[str, Any] = {
     "Role": k8s.rbac.v1.Role,
     "RoleBinding": k8s.rbac.v1.RoleBinding,
     "ConfigMap": k8s.core.v1.ConfigMap,
+    "NetworkPolicy": k8s.networking.v1.NetworkPolicy,
     "Deployment": k8s.apps.v1.Deployment,
     "Service": k8s.core.v1.Service,
 }
@@ -39,7 +40,7 @@ _ARGUMENTS = {
 
 
 class GpuNodeGuard(pulumi.ComponentResource):
-    """Namespace, RBAC, ConfigMap, Deployment and metrics Service of the GPU node guard."""
+    """Namespace, RBAC, ConfigMap, NetworkPolicy, Deployment and metrics Service of the GPU node guard."""
 
     deployment: k8s.apps.v1.Deployment
 

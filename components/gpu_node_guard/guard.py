@@ -77,7 +77,7 @@ class Taint:
 
 @dataclass(frozen=True)
 class GuardConfig:
-    """The guard's settings (the `config.json` key of its ConfigMap)."""
+    """The guard's settings (JSON in the `GPU_NODE_GUARD_SETTINGS` environment variable)."""
 
     pools: Mapping[str, PoolPolicy]
     mig_taint: Taint
@@ -540,10 +540,9 @@ def serve(guard: Guard) -> ThreadingHTTPServer:
     return server
 
 
-def main(config_path: str) -> None:
+def main(settings: str) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stdout)
-    with open(config_path) as config_file:
-        config = GuardConfig.from_json(json.load(config_file))
+    config = GuardConfig.from_json(json.loads(settings))
     guard = Guard(Api(in_cluster_transport(), config.event_namespace), config)
     serve(guard)
     stop = threading.Event()
@@ -559,4 +558,4 @@ def main(config_path: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "/etc/gpu-node-guard/config.json")
+    main(os.environ["GPU_NODE_GUARD_SETTINGS"])

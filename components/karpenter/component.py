@@ -14,6 +14,7 @@ component's outputs and therefore waits for it.
 """
 
 import json
+from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
@@ -110,10 +111,12 @@ class Karpenter(pulumi.ComponentResource):
         region: str,
         partition: str,
         tags: dict[str, str],
+        subnet_discovery: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         """`cluster_name` is the configured name of `cluster` (see the module docstring for which is used
-        where); `region` and `partition` are the stack's."""
+        where); `region` and `partition` are the stack's; `subnet_discovery` carries the subnets'
+        `karpenter.sh/discovery` tags (`Network.discovery`)."""
         super().__init__("gpu-eks:karpenter:Karpenter", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         aws_partition = check_partition(partition)
@@ -191,11 +194,11 @@ class Karpenter(pulumi.ComponentResource):
         if config.identity == "podIdentity":
             trust: pulumi.Input[str] = json.dumps(pod_identity_trust_policy())
         else:
-            trust = pulumi.Output.all(cluster.oidc_provider_arn, cluster.oidc_provider_url).apply(
+            trust = pulumi.Output.all(cluster.oidc_provider_arn, cluster.oidc_issuer).apply(
                 lambda provider: json.dumps(
                     irsa_trust_policy(
                         oidc_provider_arn=provider[0],
-                        oidc_provider_url=provider[1],
+                        oidc_issuer=provider[1],
                         namespace=config.namespace,
                         service_account=config.service_account_name,
                     )
@@ -305,6 +308,10 @@ class Karpenter(pulumi.ComponentResource):
             *controller_attachments,
             *node_attachments,
             cluster.system_node_group,
+            # Needed while draining too (DNS and networking to reach EC2, Pod Identity, discovery tags):
+            # depending on them keeps them until the controller is gone on `pulumi destroy`.
+            *cluster.controller_dependencies,
+            *subnet_discovery,
         ]
         controller_release = k8s.helm.v3.Release(
             f"{name}-controller",

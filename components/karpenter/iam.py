@@ -504,15 +504,16 @@ def pod_identity_trust_policy() -> PolicyDocument:
 
 
 def irsa_trust_policy(
-    *, oidc_provider_arn: str, oidc_provider_url: str, namespace: str, service_account: str
+    *, oidc_provider_arn: str, oidc_issuer: str, namespace: str, service_account: str
 ) -> PolicyDocument:
     """Trust policy of the controller role under IRSA, for one service account.
 
     - `oidc_provider_arn`: `arn:<partition>:iam::<account>:oidc-provider/<issuer host and path>`.
-    - `oidc_provider_url`: the cluster's OIDC issuer; a leading `https://` is dropped, as IAM condition keys
-      use the issuer without it. It must be the provider the ARN names, or `ValueError` is raised.
+    - `oidc_issuer`: the cluster's OIDC issuer as IAM condition keys spell it, without `https://`
+      (pulumi-eks's `oidc_issuer`); an issuer URL with the scheme is accepted and reduced to that form. It
+      must be the provider the ARN names, or `ValueError` is raised.
     """
-    issuer = oidc_provider_url.removeprefix("https://").rstrip("/")
+    issuer = oidc_issuer.removeprefix("https://").rstrip("/")
     partition = partition_of_arn(oidc_provider_arn, argument="oidc_provider_arn")
     check_arn(oidc_provider_arn, service="iam", partition=partition, argument="oidc_provider_arn")
     _, separator, arn_issuer = oidc_provider_arn.partition(":oidc-provider/")
@@ -520,7 +521,7 @@ def irsa_trust_policy(
         raise ValueError(f"oidc_provider_arn must be an IAM OIDC provider ARN, got {oidc_provider_arn!r}")
     if arn_issuer != issuer:
         raise ValueError(
-            f"oidc_provider_url {issuer!r} is not the issuer of oidc_provider_arn {oidc_provider_arn!r}"
+            f"oidc_issuer {issuer!r} is not the issuer of oidc_provider_arn {oidc_provider_arn!r}"
         )
     if not namespace or not service_account:
         raise ValueError("namespace and service_account must not be empty")

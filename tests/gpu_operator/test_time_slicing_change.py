@@ -13,7 +13,8 @@ from components.gpu_operator_values import DEVICE_PLUGIN_CONFIG_LABEL, TIME_SLIC
 from synth.runner import ProgramRun
 from tests.helpers import run
 
-POOL: dict[str, Any] = {"name": "gpu-shared", "instanceFamilies": ["g6"], "limits": {"nvidia.com/gpu": "16"}}
+# The cap counts time-slices: 64 lets even a 1-GPU node sliced 64 ways launch.
+POOL: dict[str, Any] = {"name": "gpu-shared", "instanceFamilies": ["g6"], "limits": {"nvidia.com/gpu": "64"}}
 
 
 def _declared(replicas: int | None) -> ProgramRun:

@@ -213,11 +213,15 @@ def test_irsa_trusts_the_clusters_oidc_provider_and_annotates_the_service_accoun
     trust = json.loads(role.inputs["assumeRolePolicy"])
     assert trust == irsa_trust_policy(
         oidc_provider_arn=cluster["oidcProviderArn"],
-        oidc_provider_url=cluster["oidcProviderUrl"],
+        oidc_issuer=cluster["oidcIssuer"],
         namespace="kube-system",
         service_account="karpenter",
     )
     assert trust["Statement"][0]["Principal"] == {"Federated": cluster["oidcProviderArn"]}
+    # Condition keys name the issuer without its scheme, as IAM evaluates them.
+    conditions = trust["Statement"][0]["Condition"]["StringEquals"]
+    assert all(not key.startswith("https://") for key in conditions)
+    assert f"{cluster['oidcIssuer']}:sub" in conditions
     assert children(result, ASSOCIATION) == []
     service_account = controller_values(result)["serviceAccount"]
     assert service_account["annotations"] == {IRSA_ROLE_ANNOTATION: role.outputs["arn"]}

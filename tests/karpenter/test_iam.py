@@ -273,7 +273,7 @@ PROVIDER_ARN = f"arn:aws:iam::123456789012:oidc-provider/{ISSUER}"
 def test_irsa_trust_policy(url: str) -> None:
     document = irsa_trust_policy(
         oidc_provider_arn=PROVIDER_ARN,
-        oidc_provider_url=url,
+        oidc_issuer=url,
         namespace="kube-system",
         service_account="karpenter",
     )
@@ -299,7 +299,7 @@ def test_irsa_trust_policy_in_china() -> None:
     issuer = "oidc.eks.cn-north-1.amazonaws.com.cn/id/EXAMPLE"
     arn = f"arn:aws-cn:iam::123456789012:oidc-provider/{issuer}"
     document = irsa_trust_policy(
-        oidc_provider_arn=arn, oidc_provider_url=issuer, namespace="karpenter", service_account="ctl"
+        oidc_provider_arn=arn, oidc_issuer=issuer, namespace="karpenter", service_account="ctl"
     )
     assert document["Statement"][0]["Condition"]["StringEquals"][f"{issuer}:sub"] == (
         "system:serviceaccount:karpenter:ctl"
@@ -317,4 +317,4 @@ def test_irsa_trust_policy_in_china() -> None:
 )
 def test_irsa_trust_policy_refuses_a_provider_mismatch(arn: str, url: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        irsa_trust_policy(oidc_provider_arn=arn, oidc_provider_url=url, namespace="ns", service_account="sa")
+        irsa_trust_policy(oidc_provider_arn=arn, oidc_issuer=url, namespace="ns", service_account="sa")

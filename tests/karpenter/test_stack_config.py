@@ -9,6 +9,7 @@ from config.errors import ConfigError
 from config.karpenter import KarpenterConfig
 from config.stack import parse_stack_config
 from synth.runner import stack_config
+from tests.conftest import STACKS
 from tests.helpers import config, run_failing
 
 
@@ -29,7 +30,7 @@ def test_section_defaults_when_absent() -> None:
     assert parse_stack_config(config()).karpenter == KarpenterConfig()
 
 
-@pytest.mark.parametrize("stack", ["dev", "prod"])
+@pytest.mark.parametrize("stack", STACKS)
 def test_committed_stacks_set_the_section_explicitly(stack: str) -> None:
     raw = stack_config(stack)
     assert "gpu-eks:karpenter" in raw
@@ -78,7 +79,11 @@ def test_replicas_above_min_size_are_refused() -> None:
             None,
             "gpu-eks:karpenter.version = '1.15.0': Karpenter 1.15.0 is not supported",
         ),
-        ({"replica": 2}, None, "gpu-eks:karpenter.replica = 2: unknown key; accepted keys: version,"),
+        (
+            {"replica": 2},
+            None,
+            "gpu-eks:karpenter.replica = 2: unknown key, did you mean replicas? Accepted keys: version,",
+        ),
     ],
 )
 def test_the_program_refuses_bad_karpenter_config_and_registers_nothing(

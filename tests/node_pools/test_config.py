@@ -125,7 +125,7 @@ def test_a_cpu_pool_has_no_gpu_taint() -> None:
         (
             pool(disruption={"consolidateAfter": "5 minutes"}),
             "gpu-eks:nodePools[0].disruption.consolidateAfter = '5 minutes': must be a duration such as 30s, "
-            "5m or 336h, or Never",
+            "5m or 336h (units s, m, h), or Never",
         ),
         (
             pool(rootVolume={"throughput": 1000, "iops": 3000}),

@@ -8,7 +8,7 @@ import pytest
 from components.gpu_sharing import gpu_limits, pool_gpu_resource, slices_per_gpu
 from components.karpenter_api import NodeOverlay, to_manifest
 from components.node_overlays import OVERLAY_WEIGHT, pool_overlays
-from components.node_pools import plan
+from components.node_pools import pool_objects
 from config.errors import ConfigError
 from config.stack import StackConfig, parse_stack_config
 from facts.instance_types import GpuInstanceType, gpu_instance_types
@@ -162,9 +162,8 @@ def test_mixed_strategy_adds_the_mig_resource_and_takes_whole_gpus_away() -> Non
     (pool,) = parsed.node_pools
     # The cap counts MIG devices (what pods request); nvidia.com/gpu stays for the policy pack.
     assert gpu_limits(pool, parsed.gpu_operator) == {"nvidia.com/gpu": "112", "nvidia.com/mig-1g.10gb": "112"}
-    (node_pool,) = plan([pool], cluster_name="ml-test", tags={}, gpu_operator=parsed.gpu_operator)[
-        0
-    ].node_pools
+    (objects,) = pool_objects([pool], cluster_name="ml-test", tags={}, gpu_operator=parsed.gpu_operator)
+    node_pool = objects.node_pool
     assert node_pool.spec.limits == {"nvidia.com/gpu": "112", "nvidia.com/mig-1g.10gb": "112"}
     assert pool_gpu_resource(pool, parsed.gpu_operator) == "nvidia.com/mig-1g.10gb"
 
@@ -330,7 +329,8 @@ def test_every_generated_mig_config_tells_karpenter_what_each_node_offers(
     raw = {
         "name": "p",
         "instanceTypes": list(names),
-        "limits": {"nvidia.com/gpu": "8"},
+        # In MIG devices (physical GPUs for all-balanced under mixed): room for an 8-GPU node of 7 each.
+        "limits": {"nvidia.com/gpu": "64"},
         "mig": {"profile": profile},
     }
     parsed = stack(raw, gpuOperator={"mig": {"strategy": strategy}})

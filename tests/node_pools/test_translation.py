@@ -6,7 +6,7 @@ import pytest
 
 from components.karpenter_api import to_manifest
 from components.network import DISCOVERY_TAG
-from components.node_pools import POOL_LABEL, plan, requirements
+from components.node_pools import POOL_LABEL, pool_objects, requirements
 from config.errors import ConfigError
 from config.node_pools import NodePoolConfig
 from config.stack import parse_stack_config
@@ -72,9 +72,8 @@ def pools(*raw: dict[str, Any]) -> list[NodePoolConfig]:
 
 def manifests(*raw: dict[str, Any]) -> list[dict[str, Any]]:
     result = []
-    for item in plan(pools(*raw), cluster_name="ml-dev", tags={"team": "ml"}):
-        result.append(to_manifest(item.node_class))
-        result += [to_manifest(p) for p in item.node_pools]
+    for item in pool_objects(pools(*raw), cluster_name="ml-dev", tags={"team": "ml"}):
+        result += [to_manifest(item.node_class), to_manifest(item.node_pool)]
     return result
 
 
@@ -199,25 +198,38 @@ def test_cpu_pool_has_no_gpu_requirement_or_taint() -> None:
     assert "taints" not in node_pool
 
 
-def test_pools_with_equal_node_settings_share_one_node_class() -> None:
+def test_every_pool_has_its_own_node_class_named_after_it() -> None:
+    """Even pools with equal node settings: a change to one pool's AMI must not roll the other."""
     other = {**INFERENCE, "name": "gpu-batch", "capacityTypes": ["spot"]}
-    plans = plan(pools(INFERENCE, other, TRAINING), cluster_name="ml-dev", tags={})
-    assert [[p.metadata.name for p in item.node_pools] for item in plans] == [
-        ["gpu-inference", "gpu-batch"],
-        ["gpu-training"],
+    objects = pool_objects(pools(INFERENCE, other, TRAINING), cluster_name="ml-dev", tags={})
+    assert [(o.node_class.metadata.name, o.node_pool.metadata.name) for o in objects] == [
+        ("gpu-inference", "gpu-inference"),
+        ("gpu-batch", "gpu-batch"),
+        ("gpu-training", "gpu-training"),
     ]
-    names = [item.node_class.metadata.name for item in plans]
-    assert all(n.startswith("al2023-") for n in names)
-    assert len(set(names)) == 2
-    for item in plans:
-        for node_pool in item.node_pools:
-            assert node_pool.spec.template.spec.node_class_ref.name == item.node_class.metadata.name
+    for item in objects:
+        assert item.node_pool.spec.template.spec.node_class_ref.name == item.node_class.metadata.name
 
 
-def test_node_class_names_do_not_depend_on_which_pools_use_them() -> None:
-    alone = plan(pools(TRAINING), cluster_name="ml-dev", tags={})[0].node_class.metadata.name
-    together = plan(pools(INFERENCE, TRAINING), cluster_name="ml-dev", tags={})[1].node_class.metadata.name
-    assert alone == together
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"ami": "al2023@v20260801"},
+        {"ami": "bottlerocket@v1.40.0"},
+        {"rootVolume": {"sizeGib": 400}},
+        {"kubelet": {"maxPods": 64}},
+    ],
+    ids=["ami", "ami-family", "root-volume", "kubelet"],
+)
+def test_node_class_name_does_not_follow_its_settings(change: dict[str, Any]) -> None:
+    before = pool_objects(pools(TRAINING), cluster_name="ml-dev", tags={})[0]
+    after = pool_objects(pools({**TRAINING, **change}), cluster_name="ml-dev", tags={})[0]
+    assert after.node_class.metadata.name == before.node_class.metadata.name == "gpu-training"
+    assert after.node_class.spec != before.node_class.spec
+    assert (
+        after.node_pool.spec.template.spec.node_class_ref
+        == before.node_pool.spec.template.spec.node_class_ref
+    )
 
 
 def test_rendering_is_stable() -> None:

@@ -1,0 +1,79 @@
+"""EKS facts: add-on names and version shapes, access policies, control-plane logging, EBS CSI (pure data)."""
+
+import re
+from typing import Final, Literal
+
+from facts.partitions import Partition, check_partition
+
+# --- Add-ons ---------------------------------------------------------------------------------------------
+
+VPC_CNI: Final = "vpc-cni"
+KUBE_PROXY: Final = "kube-proxy"
+COREDNS: Final = "coredns"
+POD_IDENTITY_AGENT: Final = "eks-pod-identity-agent"
+EBS_CSI_DRIVER: Final = "aws-ebs-csi-driver"
+"""EKS add-on names as `aws eks list-addons` / `describe-addon-versions` spell them."""
+
+ADDON_VERSION = re.compile(r"v\d+\.\d+\.\d+-eksbuild\.\d+")
+"""Shape of an EKS add-on version (`addonVersion` of describe-addon-versions, e.g. `v1.19.2-eksbuild.1`)."""
+
+
+def kube_proxy_minor(addon_version: str) -> str:
+    """`v1.35.0-eksbuild.2` -> `1.35`. kube-proxy builds follow Kubernetes: describe-addon-versions offers a
+    cluster version only kube-proxy builds of its own minor (the EKS user guide's table, "Manage
+    kube-proxy": 1.35 -> v1.35.3-eksbuild.13, 1.36 -> v1.36.0-eksbuild.14;
+    https://docs.aws.amazon.com/eks/latest/userguide/managing-kube-proxy.html)."""
+    major, minor = addon_version.removeprefix("v").split(".")[:2]
+    return f"{major}.{minor}"
+
+
+# --- Access policies -------------------------------------------------------------------------------------
+
+CLUSTER_ADMIN_POLICY: Final = "AmazonEKSClusterAdminPolicy"
+"""Kubernetes `cluster-admin` through an access entry: the only EKS access policy that may write
+cluster-scoped objects (CRDs, ClusterRoles, Namespaces, StorageClasses, NodePools). `AmazonEKSAdminPolicy`
+maps to the namespaced `admin` role and the view policies grant no writes (EKS user guide, "Review access
+policy permissions": https://docs.aws.amazon.com/eks/latest/userguide/access-policy-permissions.html)."""
+
+
+def cluster_access_policy_arn(partition: Partition, policy: str) -> str:
+    """`arn:<partition>:eks::aws:cluster-access-policy/<policy>` (`aws eks list-access-policies`)."""
+    return f"arn:{check_partition(partition)}:eks::aws:cluster-access-policy/{policy}"
+
+
+# --- Upgrades --------------------------------------------------------------------------------------------
+
+UpgradeSupportType = Literal["STANDARD", "EXTENDED"]
+"""`upgradePolicy.supportType` of an EKS cluster. EKS itself defaults to EXTENDED, which bills extended
+support once the version leaves standard support; STANDARD instead upgrades the control plane automatically
+at the end of standard support (EKS user guide, "Cluster upgrade policy":
+https://docs.aws.amazon.com/eks/latest/userguide/view-upgrade-policy.html; pulumi-eks 4.4.0 documents the
+EXTENDED default in its `upgrade_policy` docstring)."""
+
+# --- Control-plane logs ----------------------------------------------------------------------------------
+
+LOG_RETENTION_DAYS: Final[tuple[int, ...]] = (
+    1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653,
+)  # fmt: skip
+"""Retention periods CloudWatch Logs accepts (PutRetentionPolicy `retentionInDays`; the same list in the
+pulumi-aws 7.51.1 docstring of `aws.cloudwatch.LogGroup.retention_in_days`, where 0 means never expire)."""
+
+
+def control_plane_log_group(cluster_name: str) -> str:
+    """The log group EKS writes control-plane logs to; it creates it without retention unless it exists
+    (EKS user guide, "Send control plane logs to CloudWatch Logs":
+    https://docs.aws.amazon.com/eks/latest/userguide/control-plane-logs.html)."""
+    return f"/aws/eks/{cluster_name}/cluster"
+
+
+# --- EBS CSI driver --------------------------------------------------------------------------------------
+
+EBS_CSI_SERVICE_ACCOUNT: Final = "ebs-csi-controller-sa"
+"""Service account of the add-on's controller in `kube-system` (EKS user guide, "Use Kubernetes volume
+storage with Amazon EBS": https://docs.aws.amazon.com/eks/latest/userguide/ebs-csi.html)."""
+EBS_CSI_NAMESPACE: Final = "kube-system"
+EBS_CSI_POLICY: Final = "service-role/AmazonEBSCSIDriverPolicy"
+"""AWS-managed policy of the controller role (path included: `arn:aws:iam::aws:policy/service-role/...`).
+It covers volumes encrypted with the default `aws/ebs` key; a customer-managed KMS key needs more."""
+EBS_CSI_PROVISIONER: Final = "ebs.csi.aws.com"
+"""The CSI driver name StorageClasses provision with."""

@@ -1,0 +1,567 @@
+"""Predict what `pulumi up` would do between two declared states of a stack, offline.
+
+A state is what one run of the program declared: the committed snapshot (`snapshots/<stack>/resources.yaml`,
+now or at a git ref) or a run under the mocks. Resources are matched by URN (type chain and name); each is
+created, deleted, updated or replaced, deciding replacement as each provider does (`facts.replacement`):
+
+- a changed input at or below a force-new path replaces; other changes update (the resource's
+  `ignoreChanges` paths are left out first, as the engine does);
+- a replaced resource's outputs are unknown until it exists again, so a dependent whose force-new input
+  comes from it is replaced too, and one whose other inputs come from it is updated; a replaced provider
+  replaces every resource it manages. This is what `pulumi preview` shows;
+- a replacement deletes first when the resource says `deleteBeforeReplace` or its provider decides so
+  (pulumi-kubernetes for named objects keeping their name), otherwise it creates the new one first.
+
+Inputs compare as the snapshots record them, with secrets masked: a change of a secret value alone is not
+seen. Provider configuration (e.g. `aws:region`) is not compared.
+"""
+
+import json
+import re
+import subprocess
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from facts.replacement import Replacement, replacement_facts
+from synth.runner import PROJECT, ROOT, ProgramRun
+
+Op = Literal["create", "update", "replace", "delete"]
+OPS: tuple[Op, ...] = ("replace", "delete", "create", "update")
+"""Operations, in the order a reviewer should read them."""
+
+KARPENTER_OBJECTS = ("kubernetes:karpenter.sh/v1:NodePool", "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass")
+"""Deleting (or replacing, which deletes first) one of these makes Karpenter drain and terminate its nodes."""
+CRITICAL_REPLACEMENTS = (
+    "eks:index:Cluster",
+    "aws:eks/nodeGroup:NodeGroup",
+    "aws:iam/role:Role",
+    "aws:sqs/queue:Queue",
+)
+"""Replacing one of these takes down the control plane, the system nodes, an identity or the interruption
+queue for a while: always worth a reviewer's explicit look."""
+
+_MISSING = object()
+
+
+class PlanError(Exception):
+    """A previous state that cannot be read (unknown git ref, unreadable snapshot)."""
+
+
+@dataclass(frozen=True)
+class Resource:
+    """One resource of a declared state."""
+
+    key: str
+    """The URN without stack and project: `<parent types>$<type>::<name>`."""
+    type: str
+    name: str
+    inputs: Mapping[str, Any]
+    provider: str | None = None
+    """Key of the explicit provider resource, if any."""
+    delete_before_replace: bool = False
+    protect: bool = False
+    ignore_changes: tuple[str, ...] = ()
+    property_dependencies: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Input name -> keys of the resources its value comes from (known for program runs only)."""
+    aliases: tuple[str, ...] = ()
+    """Keys this resource had before (its `aliases` option; known for program runs only)."""
+
+
+@dataclass(frozen=True)
+class State:
+    """Every resource one run declared, by key, in registration order."""
+
+    resources: Mapping[str, Resource]
+    label: str
+
+
+@dataclass(frozen=True)
+class Step:
+    """What happens to one resource."""
+
+    op: Op
+    type: str
+    name: str
+    because: tuple[str, ...] = ()
+    """The changed input paths, or what a cascaded replacement comes from."""
+    delete_first: bool = False
+    """For a replacement: the old resource is deleted before the new one is created."""
+    cascaded: bool = False
+    """Replaced or updated because a resource it depends on (or its provider) is replaced."""
+
+    def json(self) -> dict[str, str]:
+        return {"op": self.op, "type": self.type, "name": self.name}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """Something in the plan a reviewer must see. `blocking`: `pulumi up` cannot carry it out as planned."""
+
+    message: str
+    blocking: bool = False
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The steps between two states, unchanged resources counted, findings called out."""
+
+    before: str
+    after: str
+    steps: tuple[Step, ...]
+    unchanged: int
+    findings: tuple[Finding, ...]
+
+    def count(self, op: Op) -> int:
+        return sum(1 for s in self.steps if s.op == op)
+
+    def of(self, op: Op) -> list[Step]:
+        return [s for s in self.steps if s.op == op]
+
+    def find(self, type_token: str, name: str) -> Step | None:
+        """The step of a resource (by type and logical name), `None` when it is unchanged or absent."""
+        return next((s for s in self.steps if s.type == type_token and s.name == name), None)
+
+    @property
+    def blocking(self) -> bool:
+        return any(f.blocking for f in self.findings)
+
+
+# --- States -------------------------------------------------------------------------------------------
+
+
+def _key_of_urn(urn: str) -> str:
+    # urn:pulumi:<stack>::<project>::<qualified type>::<name>
+    _, _, qualified_type, name = urn.split("::", 3)
+    return f"{qualified_type}::{name}"
+
+
+def _is_local_component(type_token: str) -> bool:
+    """This project's own component resources (`gpu-eks:<module>:<Type>`): no provider, never diffed."""
+    return type_token.startswith(f"{PROJECT}:")
+
+
+def state_of_run(run: ProgramRun, label: str) -> State:
+    """The state a program run declared."""
+    providers = {r.name: _key_of_urn(r.urn) for r in run.resources if r.type.startswith("pulumi:providers:")}
+    resources = {}
+    for r in run.resources:
+        if _is_local_component(r.type):
+            continue
+        key = _key_of_urn(r.urn)
+        resources[key] = Resource(
+            key=key,
+            type=r.type,
+            name=r.name,
+            inputs=r.masked_inputs,
+            provider=providers.get(r.provider) if r.provider else None,
+            delete_before_replace=r.delete_before_replace,
+            protect=r.protect,
+            ignore_changes=tuple(r.ignore_changes),
+            property_dependencies={
+                prop: tuple(_key_of_urn(u) for u in urns) for prop, urns in r.property_dependencies.items()
+            },
+            aliases=tuple(_key_of_urn(a) for a in r.aliases),
+        )
+    return State(resources, label)
+
+
+def state_of_snapshot(resources_yaml: str, label: str) -> State:
+    """The state a committed `resources.yaml` records (see `synth.snapshot`)."""
+    entries: list[dict[str, Any]] = yaml.safe_load(resources_yaml) or []
+    by_short = {f"{e['type']}::{e['name']}": e for e in entries}
+
+    @cache
+    def qualified_type(short: str) -> str:
+        entry = by_short[short]
+        parent = entry.get("parent")
+        if not parent or parent.startswith("pulumi:pulumi:Stack::"):
+            return str(entry["type"])
+        return f"{qualified_type(parent)}${entry['type']}"
+
+    def key(short: str) -> str:
+        return f"{qualified_type(short)}::{by_short[short]['name']}"
+
+    providers = {e["name"]: key(s) for s, e in by_short.items() if e["type"].startswith("pulumi:providers:")}
+    resources = {}
+    for short, e in by_short.items():
+        if _is_local_component(e["type"]):
+            continue
+        resource_key = key(short)
+        resources[resource_key] = Resource(
+            key=resource_key,
+            type=e["type"],
+            name=e["name"],
+            inputs=e.get("inputs") or {},
+            provider=providers.get(e["provider"]) if e.get("provider") else None,
+            delete_before_replace=bool(e.get("deleteBeforeReplace")),
+            protect=bool(e.get("protect")),
+            ignore_changes=tuple(e.get("ignoreChanges") or ()),
+        )
+    return State(resources, label)
+
+
+def committed_state(stack: str, ref: str | None = None, root: Path = ROOT) -> State:
+    """The committed snapshot of a stack: in the working tree, or at git `ref` (empty if it had none)."""
+    relative = f"snapshots/{stack}/resources.yaml"
+    if ref is None:
+        path = root / relative
+        text = path.read_text() if path.exists() else ""
+        return state_of_snapshot(text, f"{relative} (working tree)")
+    commit = (_git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}") or "").strip()
+    if not commit:
+        raise PlanError(f"--from {ref}: not a commit in this repository")
+    # A stack that had no snapshot at `ref` did not exist there: everything is created.
+    shown = _git(root, "show", f"{commit}:{relative}") or ""
+    return state_of_snapshot(shown, f"{relative} at {ref} ({commit[:12]})")
+
+
+def _git(root: Path, *args: str) -> str | None:
+    result = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)
+    return result.stdout if result.returncode == 0 else None
+
+
+# --- Diffing inputs -----------------------------------------------------------------------------------
+
+
+def _child(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+@cache
+def _pattern(path: str) -> re.Pattern[str]:
+    """`a.b[*].c` matches `a.b[2].c` and everything below it."""
+    body = re.escape(path).replace(r"\[\*\]", r"\[\d+\]")
+    return re.compile(rf"^{body}(?=$|[.\[])")
+
+
+def _covers(patterns: Iterable[str], path: str) -> bool:
+    return any(_pattern(p).match(path) for p in patterns)
+
+
+def changed_paths(old: Any, new: Any, unordered: Iterable[str] = (), path: str = "") -> list[str]:
+    """Leaf paths where `new` differs from `old`. `None`, absent and an empty map or list are all "no value"
+    (as the providers' diffs treat them); set-typed (`unordered`) paths ignore order."""
+    unordered = tuple(unordered)
+    old, new = (_MISSING if v is None else v for v in (old, new))
+    if isinstance(old, list) and isinstance(new, list) and any(_exact(u, path) for u in unordered):
+        return [] if sorted(map(_canonical, old)) == sorted(map(_canonical, new)) else [path]
+    for container in (dict, list):
+        if isinstance(old, container) or isinstance(new, container):
+            if not all(isinstance(v, container) or v is _MISSING for v in (old, new)):
+                return [path]  # a map became a list or a scalar, or the other way round
+            return _changed_children(
+                old if old is not _MISSING else container(),
+                new if new is not _MISSING else container(),
+                unordered,
+                path,
+            )
+    return [] if old == new else [path]
+
+
+def _changed_children(old: Any, new: Any, unordered: tuple[str, ...], path: str) -> list[str]:
+    if isinstance(old, dict):
+        return [
+            p
+            for k in sorted(set(old) | set(new))
+            for p in changed_paths(old.get(k), new.get(k), unordered, _child(path, k))
+        ]
+    return [
+        p
+        for i in range(max(len(old), len(new)))
+        for p in changed_paths(
+            old[i] if i < len(old) else None, new[i] if i < len(new) else None, unordered, f"{path}[{i}]"
+        )
+    ]
+
+
+def _exact(pattern: str, path: str) -> bool:
+    match = _pattern(pattern).match(path)
+    return match is not None and match.end() == len(path)
+
+
+def _value(inputs: Mapping[str, Any], path: str) -> Any:
+    """The value at a dotted path without list indexes (`None` when absent)."""
+    value: Any = inputs
+    for part in path.split("."):
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(part)
+    return value
+
+
+def _active_cluster(kubeconfig: Any) -> Any:
+    """The cluster entry of a kubeconfig's current context (pulumi-kubernetes compares only this)."""
+    try:
+        config = json.loads(kubeconfig) if isinstance(kubeconfig, str) else kubeconfig
+        context = next(c["context"] for c in config["contexts"] if c["name"] == config["current-context"])
+        return next(c["cluster"] for c in config["clusters"] if c["name"] == context["cluster"])
+    except (TypeError, ValueError, KeyError, StopIteration):
+        return kubeconfig  # not a kubeconfig we can read: compare it whole
+
+
+def _replace_reasons(facts: Replacement, old: Resource, new: Resource, paths: list[str]) -> list[str]:
+    reasons = [p for p in paths if _covers(facts.forces_new, p)]
+    for prop in facts.kubeconfig:
+        if any(_covers([prop], p) for p in paths) and _active_cluster(
+            _value(old.inputs, prop)
+        ) != _active_cluster(_value(new.inputs, prop)):
+            reasons.append(f"{prop} (active cluster)")
+    for prop in facts.forces_new_on_removal:
+        if _value(old.inputs, prop) is not None and _value(new.inputs, prop) is None:
+            reasons.append(f"{prop} (removed)")
+    if facts.exclusive:
+        was = {p for p in facts.exclusive if _value(old.inputs, p) is not None}
+        now = {p for p in facts.exclusive if _value(new.inputs, p) is not None}
+        if was and now and was != now:
+            reasons.append(f"{'/'.join(sorted(was))} -> {'/'.join(sorted(now))}")
+    return reasons
+
+
+def _named_object_keeps_name(old: Resource, new: Resource) -> bool:
+    name = _value(new.inputs, "metadata.name")
+    return name is not None and all(
+        _value(old.inputs, p) == _value(new.inputs, p) for p in ("metadata.name", "metadata.namespace")
+    )
+
+
+# --- Planning -----------------------------------------------------------------------------------------
+
+
+def plan(before: State, after: State) -> Plan:
+    """The steps that take a stack from `before` to `after`."""
+    olds = _previous(before, after)
+    steps: dict[str, Step] = {}
+    for key, new in after.resources.items():
+        old = olds.get(key)
+        if old is None:
+            steps[key] = Step("create", new.type, new.name)
+            continue
+        facts = replacement_facts(new.type)
+        paths = [
+            p
+            for p in changed_paths(old.inputs, new.inputs, facts.unordered)
+            if not _covers(new.ignore_changes, p)
+        ]
+        reasons = _replace_reasons(facts, old, new, paths) if paths else []
+        if reasons:
+            steps[key] = Step("replace", new.type, new.name, tuple(reasons))
+        elif paths:
+            steps[key] = Step("update", new.type, new.name, tuple(paths))
+    _cascade(after, steps)
+    for key, step in steps.items():
+        if step.op == "replace":
+            steps[key] = _with_order(step, olds[key], after.resources[key])
+    findings = _findings(olds, after, steps)
+    matched = {old.key for old in olds.values()}
+    for key, old in before.resources.items():
+        if key not in matched:
+            steps[key] = Step("delete", old.type, old.name)
+            findings += _deletion_findings(old, steps[key])
+    ordered = sorted(steps.values(), key=lambda s: (OPS.index(s.op), s.type, s.name))
+    findings.sort(key=lambda f: not f.blocking)  # what stops `pulumi up` first
+    unchanged = len(after.resources) - sum(1 for k in steps if k in after.resources)
+    return Plan(before.label, after.label, tuple(ordered), unchanged, tuple(findings))
+
+
+def _previous(before: State, after: State) -> dict[str, Resource]:
+    """Each resource of `after` -> its previous self in `before`: same key, or one of its aliases."""
+    olds = {}
+    for key, new in after.resources.items():
+        if key in before.resources:
+            olds[key] = before.resources[key]
+            continue
+        alias = next((a for a in new.aliases if a in before.resources and a not in after.resources), None)
+        if alias is not None:
+            olds[key] = before.resources[alias]
+    return olds
+
+
+def _cascade(after: State, steps: dict[str, Step]) -> None:
+    """Replacements propagate through providers and through inputs carrying a replaced resource's outputs."""
+    changed = True
+    while changed:
+        changed = False
+        replaced = {k for k, s in steps.items() if s.op == "replace"}
+        for key, new in after.resources.items():
+            current = steps.get(key)
+            if key in replaced or (current is not None and current.op == "create"):
+                continue
+            facts = replacement_facts(new.type)
+            reasons = []
+            unknown = []
+            if new.provider in replaced:
+                reasons.append(f"its provider {_short(new.provider)} is replaced")
+            for prop, deps in new.property_dependencies.items():
+                sources = sorted(d for d in deps if d in replaced)
+                if not sources:
+                    continue
+                origin = f"{prop} from replaced {', '.join(_short(s) for s in sources)}"
+                if prop in facts.kubeconfig or any(
+                    _pattern(f).match(prop) or f.startswith(f"{prop}.") or f.startswith(f"{prop}[")
+                    for f in facts.forces_new
+                ):
+                    reasons.append(origin)
+                else:
+                    unknown.append(origin)
+            if reasons:
+                steps[key] = Step("replace", new.type, new.name, tuple(reasons), cascaded=True)
+                changed = True
+            elif unknown and current is None:
+                steps[key] = Step("update", new.type, new.name, tuple(unknown), cascaded=True)
+                changed = True
+
+
+def _short(key: str | None) -> str:
+    qualified, _, name = (key or "").rpartition("::")
+    return f"{qualified.split('$')[-1]}::{name}"
+
+
+def _with_order(step: Step, old: Resource, new: Resource) -> Step:
+    facts = replacement_facts(new.type)
+    first = new.delete_before_replace or (
+        facts.named_delete_before_replace and _named_object_keeps_name(old, new)
+    )
+    return Step(step.op, step.type, step.name, step.because, delete_first=first, cascaded=step.cascaded)
+
+
+def _deletion_findings(old: Resource, step: Step) -> list[Finding]:
+    findings = _karpenter_findings(step)
+    if old.protect:
+        findings.append(
+            Finding(
+                f"delete {step.type} {step.name}: the resource is protected; `pulumi up` refuses",
+                blocking=True,
+            )
+        )
+    return findings
+
+
+def _karpenter_findings(step: Step) -> list[Finding]:
+    where = f"{step.op} {step.type} {step.name}"
+    if step.op not in ("delete", "replace") or step.type not in KARPENTER_OBJECTS:
+        return []
+    if step.type.endswith(":NodePool"):
+        return [
+            Finding(
+                f"{where}: Karpenter deletes every NodeClaim of the pool, draining and terminating its nodes "
+                "at once (disruption budgets do not apply; terminationGracePeriod bounds the drain)"
+            )
+        ]
+    return [
+        Finding(
+            f"{where}: Karpenter's finalizer holds the delete until no node launched from this class remains "
+            "(they go as their pool drifts, within its budgets, or with their pool); pulumi-kubernetes waits "
+            "up to 10 minutes, then fails, and the next `up` retries"
+        )
+    ]
+
+
+def _findings(olds: Mapping[str, Resource], after: State, steps: Mapping[str, Step]) -> list[Finding]:
+    findings = []
+    for key, step in steps.items():
+        where = f"{step.type} {step.name}"
+        findings += _karpenter_findings(step)
+        if step.op == "replace":
+            old, new = olds[key], after.resources[key]
+            if step.type in CRITICAL_REPLACEMENTS:
+                findings.append(Finding(f"replace {where} ({', '.join(step.because)})"))
+            # The engine refuses to replace a resource its state marks protected, unless the program
+            # unprotects it first.
+            if old.protect and new.protect:
+                findings.append(
+                    Finding(f"replace {where}: the resource is protected; `pulumi up` refuses", blocking=True)
+                )
+            facts = replacement_facts(step.type)
+            kept = [p for p in facts.identity if _value(new.inputs, p) is not None]
+            # A cascaded replacement lands in a new cluster or takes new identifiers: no collision to claim.
+            if (
+                not step.delete_first
+                and not step.cascaded
+                and facts.identity
+                and len(kept) == len(facts.identity)
+                and all(_value(old.inputs, p) == _value(new.inputs, p) for p in kept)
+            ):
+                findings.append(
+                    Finding(
+                        f"replace {where} creates the new one first with the same {', '.join(kept)}: it "
+                        "collides with the old one (or the old one's delete undoes it); give the resource "
+                        "`delete_before_replace=True` or change its name",
+                        blocking=True,
+                    )
+                )
+        if step.op == "update":
+            for refused in replacement_facts(step.type).refused_updates:
+                if any(_covers([refused.path], p) for p in step.because):
+                    findings.append(
+                        Finding(f"update {where} changes {refused.path}, which {refused.why}", blocking=True)
+                    )
+    return findings
+
+
+# --- Rendering ----------------------------------------------------------------------------------------
+
+_TEXT_OP = {"create": "+ create ", "update": "~ update ", "replace": "+-replace", "delete": "- delete "}
+
+
+def _summary(p: Plan) -> str:
+    parts = [f"{p.count(op)} to {op}" for op in ("create", "update", "replace", "delete")]
+    return ", ".join(parts) + f", {p.unchanged} unchanged"
+
+
+def _order(step: Step) -> str:
+    return ("delete first" if step.delete_first else "create first") if step.op == "replace" else ""
+
+
+def render_text(stack: str, p: Plan) -> str:
+    """The plan for a terminal."""
+    lines = [f"Plan for {stack}: {p.after}", f"  compared with {p.before}", f"  {_summary(p)}", ""]
+    if p.findings:
+        lines.append("Attention:")
+        lines += [f"  {'!!' if f.blocking else ' !'} {f.message}" for f in p.findings]
+        lines.append("")
+    for step in p.steps:
+        order = f" ({_order(step)})" if step.op == "replace" else ""
+        why = f"  [{', '.join(step.because)}]" if step.because else ""
+        lines.append(f"  {_TEXT_OP[step.op]}{order} {step.type} {step.name}{why}")
+    if not p.steps:
+        lines.append("  no changes")
+    return "\n".join(lines) + "\n"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(stack: str, p: Plan) -> str:
+    """The plan as a pull-request comment section."""
+    lines = [f"### `{stack}`: {_summary(p)}", "", f"Declared by {p.after}, compared with {p.before}.", ""]
+    if p.findings:
+        lines += ["> [!WARNING]", "> **Needs attention**"]
+        lines += [
+            f"> - {'**cannot deploy as planned:** ' if f.blocking else ''}{_cell(f.message)}"
+            for f in p.findings
+        ]
+        lines.append("")
+    if p.steps:
+        lines += ["| op | type | name | because |", "|---|---|---|---|"]
+        for step in p.steps:
+            op = f"{step.op} ({_order(step)})" if step.op == "replace" else step.op
+            why = ", ".join(f"`{b}`" for b in step.because)
+            lines.append(f"| {op} | `{step.type}` | `{_cell(step.name)}` | {_cell(why)} |")
+    else:
+        lines.append("No changes.")
+    return "\n".join(lines) + "\n"
+
+
+def render_json(p: Plan) -> str:
+    """`[{"op", "type", "name"}, ...]`, unchanged resources omitted."""
+    return json.dumps([s.json() for s in p.steps], indent=2) + "\n"

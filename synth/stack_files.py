@@ -1,0 +1,114 @@
+"""The committed stacks (`Pulumi.<stack>.yaml`) and how CI runs them; light enough to run without .venv.
+
+    python -m synth.stack_files >> "$GITHUB_OUTPUT"   # the workflows' stack matrices (needs only PyYAML)
+
+The workflows take their stack lists from here, so a new stack file is previewed and deployed without
+editing them: production stacks are those the policy pack treats as production
+(`policy/policy-config.json`, `productionStacks`). A production stack, and any stack whose Kubernetes API
+not every address may reach (private only, or a public endpoint restricted to allow-listed CIDRs, as prod's
+while it bootstraps), runs on the runner named by `vars.PROD_RUNS_ON` (`prodRunner` in the matrices): a
+GitHub-hosted runner has no fixed address and no route into the VPC. Without that variable such a job stops
+with an error instead of falling back to a runner that cannot reach the API.
+"""
+
+import ipaddress
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+POLICY_CONFIG = Path("policy") / "policy-config.json"
+PRODUCTION_RULE = "karpenter-no-latest-ami-in-production"
+
+
+def stacks(root: Path = ROOT) -> list[str]:
+    """Every committed stack: the `<stack>` of each `Pulumi.<stack>.yaml`."""
+    return sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in root.glob("Pulumi.*.yaml"))
+
+
+def production_stacks(root: Path = ROOT) -> list[str]:
+    """Stack names the policy pack (and the deploy workflow's approval gate) treat as production."""
+    config = json.loads((root / POLICY_CONFIG).read_text())
+    return list(config[PRODUCTION_RULE]["productionStacks"])
+
+
+DEFAULT_VPC_CIDR = "10.0.0.0/16"
+"""`gpu-eks:network.cidr` when a stack does not set it (config/network.py)."""
+
+
+def _section(stack: str, section: str, root: Path) -> dict[str, Any]:
+    document = yaml.safe_load((root / f"Pulumi.{stack}.yaml").read_text()) or {}
+    value = (document.get("config") or {}).get(f"gpu-eks:{section}") or {}
+    return value if isinstance(value, dict) else {}
+
+
+OPEN_TO_ALL = "0.0.0.0/0"
+"""`gpu-eks:cluster.endpoint.publicAccessCidrs` when a stack does not set it (config/cluster.py)."""
+
+
+def api_open_to_all(stack: str, root: Path = ROOT) -> bool:
+    """Whether any address may reach the stack's Kubernetes API: a public endpoint open to 0.0.0.0/0."""
+    endpoint = _section(stack, "cluster", root).get("endpoint") or {}
+    return endpoint.get("publicAccess", True) is not False and OPEN_TO_ALL in endpoint.get(
+        "publicAccessCidrs", [OPEN_TO_ALL]
+    )
+
+
+def cluster_name(stack: str, root: Path = ROOT) -> str | None:
+    name = _section(stack, "cluster", root).get("name")
+    return str(name) if name is not None else None
+
+
+def vpc_cidr(stack: str, root: Path = ROOT) -> str | None:
+    """The CIDR of the VPC the stack creates, or None when it uses an existing VPC."""
+    network = _section(stack, "network", root)
+    return None if network.get("existing") else str(network.get("cidr", DEFAULT_VPC_CIDR))
+
+
+def cross_stack_problems(root: Path = ROOT) -> list[str]:
+    """What makes stacks collide: one cluster name twice (the IAM roles, queue and EKS cluster are named
+    after it, per account and region) or VPC CIDRs that overlap (no peering or transit routing between
+    them ever works)."""
+    problems = []
+    names: dict[str, str] = {}
+    networks: dict[str, ipaddress.IPv4Network | ipaddress.IPv6Network] = {}
+    for stack in stacks(root):
+        name = cluster_name(stack, root)
+        if name is not None and name in names:
+            problems.append(f"Pulumi.{stack}.yaml: cluster name {name} is also Pulumi.{names[name]}.yaml's")
+        names.setdefault(name or "", stack)
+        cidr = vpc_cidr(stack, root)
+        if cidr is None:
+            continue
+        network = ipaddress.ip_network(cidr, strict=False)
+        for other, other_network in networks.items():
+            if network.overlaps(other_network):
+                problems.append(
+                    f"Pulumi.{stack}.yaml: VPC CIDR {cidr} overlaps Pulumi.{other}.yaml's {other_network}"
+                )
+        networks[stack] = network
+    return problems
+
+
+def matrices(root: Path = ROOT) -> dict[str, list[dict[str, Any]]]:
+    """`all`, `preProduction` and `production` stack matrices: `{stack, prodRunner}` per stack, where
+    `prodRunner` says it runs on `vars.PROD_RUNS_ON` (a production stack, or an API not open to all)."""
+    production = set(production_stacks(root))
+    rows = [{"stack": s, "prodRunner": s in production or not api_open_to_all(s, root)} for s in stacks(root)]
+    return {
+        "all": rows,
+        "preProduction": [r for r in rows if r["stack"] not in production],
+        "production": [r for r in rows if r["stack"] in production],
+    }
+
+
+def main() -> int:
+    for name, rows in matrices().items():
+        print(f"{name}={json.dumps(rows, separators=(',', ':'))}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

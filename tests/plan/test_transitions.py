@@ -1,0 +1,366 @@
+"""The changes a platform team makes in its first month, each run through the real program twice (the
+committed stack, then the stack with the change) and judged by the plan `pulumi up` would carry out:
+what is created, updated, replaced or deleted, and that nothing else is replaced or deleted."""
+
+import json
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from synth.plan import Plan, State, plan, state_of_run
+from synth.runner import run_program, stack_config
+from tests.conftest import stack_run
+
+Sections = dict[str, Any]
+NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
+NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+CLUSTER = "eks:index:Cluster"
+ACCESS_ENTRY = "aws:eks/accessEntry:AccessEntry"
+ACCESS_POLICY = "aws:eks/accessPolicyAssociation:AccessPolicyAssociation"
+POD_IDENTITY = "aws:eks/podIdentityAssociation:PodIdentityAssociation"
+INTERRUPTION = {
+    ("aws:sqs/queue:Queue", "karpenter-interruption"),
+    ("aws:sqs/queuePolicy:QueuePolicy", "karpenter-interruption"),
+    ("aws:iam/policy:Policy", "karpenter-controller-InterruptionPolicy"),
+    ("aws:iam/rolePolicyAttachment:RolePolicyAttachment", "karpenter-controller-InterruptionPolicy"),
+    *(
+        (f"aws:cloudwatch/{kind}", f"karpenter-{rule}")
+        for kind in ("eventRule:EventRule", "eventTarget:EventTarget")
+        for rule in (
+            "health-event",
+            "spot-interruption",
+            "rebalance",
+            "instance-state-change",
+            "capacity-reservation-interruption",
+        )
+    ),
+}
+"""What interruption handling adds: the queue, its policy, five rules and their targets, the controller's
+interruption policy and its attachment."""
+
+
+def sections(stack: str) -> Sections:
+    """The config sections of a committed stack file, parsed (keys as in the file: `gpu-eks:cluster`...)."""
+    return {k: v if k.startswith("aws:") else json.loads(v) for k, v in stack_config(stack).items()}
+
+
+def transition(stack: str, change: Callable[[Sections], None], *, reverse: bool = False) -> Plan:
+    """The plan from the committed stack to the stack with `change` applied (or back, with `reverse`)."""
+    changed = sections(stack)
+    change(changed)
+    config = {k: v if k.startswith("aws:") else json.dumps(v) for k, v in changed.items()}
+    committed = state_of_run(stack_run(stack), f"Pulumi.{stack}.yaml")
+    edited = state_of_run(run_program(config, stack=stack), "changed")
+    return plan(edited, committed) if reverse else plan(committed, edited)
+
+
+def ops(result: Plan, op: str) -> set[tuple[str, str]]:
+    return {(s.type, s.name) for s in result.of(op)}  # type: ignore[arg-type]
+
+
+def assert_nothing_replaced_or_deleted(result: Plan) -> None:
+    assert result.of("replace") == [], result.steps
+    assert result.of("delete") == [], result.steps
+
+
+def pool(sections: Sections, name: str) -> dict[str, Any]:
+    return next(p for p in sections["gpu-eks:nodePools"] if p["name"] == name)
+
+
+# --- AMI and node settings ----------------------------------------------------------------------
+
+
+def test_ami_bump_updates_the_node_class_in_place() -> None:
+    result = transition("dev", lambda s: pool(s, "gpu-inference").update(ami="al2023@v20260801"))
+    [step] = result.steps
+    assert (step.op, step.type, step.name) == ("update", NODE_CLASS, "node-pools-class-gpu-inference")
+    assert step.because == ("spec.amiSelectorTerms[0].alias",)
+    assert result.findings == ()  # Karpenter rolls the pool's nodes by drift, within its budgets
+
+
+def test_ami_bump_of_one_pool_leaves_the_other_pools_alone() -> None:
+    result = transition("prod", lambda s: pool(s, "gpu-training").update(ami="al2023@v20260801"))
+    assert [(s.op, s.type, s.name) for s in result.steps] == [
+        ("update", NODE_CLASS, "node-pools-class-gpu-training")
+    ]
+
+
+def test_root_volume_and_kubelet_changes_update_the_node_class_in_place() -> None:
+    def change(s: Sections) -> None:
+        pool(s, "gpu-training").update(rootVolume={"sizeGib": 800}, kubelet={"maxPods": 64})
+
+    result = transition("prod", change)
+    [step] = result.steps
+    assert (step.op, step.name) == ("update", "node-pools-class-gpu-training")
+    assert set(step.because) == {
+        "spec.blockDeviceMappings[0].ebs.volumeSize",
+        "spec.kubelet.maxPods",
+    }
+
+
+# --- Kubernetes and chart versions --------------------------------------------------------------
+
+
+def test_kubernetes_minor_bump_moves_cluster_node_group_and_add_ons_together_in_place() -> None:
+    """The control plane, the system node group and every add-on follow `kubernetesVersion`, each an
+    update of its version; nothing else changes, nothing is created, replaced or deleted."""
+    result = transition("prod", lambda s: s["gpu-eks:cluster"].update(kubernetesVersion="1.36"))
+    assert_nothing_replaced_or_deleted(result)
+    assert [(s.op, s.type, s.name, s.because) for s in result.steps] == [
+        ("update", "aws:eks/addon:Addon", f"cluster-{addon}", ("addonVersion",))
+        for addon in ("coredns", "eks-pod-identity-agent", "kube-proxy", "vpc-cni")
+    ] + [
+        ("update", "aws:eks/addon:Addon", "storage-aws-ebs-csi-driver", ("addonVersion",)),
+        ("update", "aws:eks/nodeGroup:NodeGroup", "cluster-system", ("version",)),
+        ("update", CLUSTER, "cluster", ("version",)),
+    ]
+
+
+def test_support_policy_and_log_retention_are_updates_of_their_resources() -> None:
+    result = transition("prod", lambda s: s["gpu-eks:cluster"].update(upgradePolicy="EXTENDED"))
+    assert [(s.op, s.type, s.name, s.because) for s in result.steps] == [
+        ("update", CLUSTER, "cluster", ("upgradePolicy.supportType",))
+    ]
+    result = transition("prod", lambda s: s["gpu-eks:cluster"].update(logRetentionDays=30))
+    assert [(s.op, s.type, s.name, s.because) for s in result.steps] == [
+        ("update", "aws:cloudwatch/logGroup:LogGroup", "cluster-control-plane-logs", ("retentionInDays",))
+    ]
+
+
+def test_a_private_access_cidr_adds_one_ingress_rule_and_touches_nothing_else() -> None:
+    result = transition(
+        "prod", lambda s: s["gpu-eks:cluster"]["endpoint"].update(privateAccessCidrs=["10.100.0.0/16"])
+    )
+    assert [(s.op, s.type, s.name) for s in result.steps] == [
+        (
+            "create",
+            "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule",
+            "cluster-api-from-10.100.0.0-16",
+        )
+    ]
+
+
+def test_karpenter_patch_bump_updates_both_charts_in_place() -> None:
+    result = transition("dev", lambda s: s["gpu-eks:karpenter"].update(version="1.14.2"))
+    assert [(s.op, s.type, s.name, s.because) for s in result.steps] == [
+        ("update", RELEASE, "karpenter-controller", ("version",)),
+        ("update", RELEASE, "karpenter-crd", ("version",)),
+    ]
+
+
+def test_gpu_operator_patch_bump_updates_its_release_in_place() -> None:
+    result = transition("prod", lambda s: s["gpu-eks:gpuOperator"].update(version="v26.7.1"))
+    assert [(s.op, s.type, s.name, s.because) for s in result.steps] == [
+        ("update", RELEASE, "gpu-operator", ("version",))
+    ]
+
+
+# --- pools --------------------------------------------------------------------------------------
+
+
+def add_batch_pool(s: Sections) -> None:
+    s["gpu-eks:nodePools"].append(
+        {
+            "name": "gpu-batch",
+            "instanceFamilies": ["g6"],
+            "capacityTypes": ["spot"],
+            "limits": {"nvidia.com/gpu": "8"},
+            "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "10m"},
+        }
+    )
+
+
+def test_adding_a_pool_creates_its_node_class_and_node_pool_only() -> None:
+    result = transition("dev", add_batch_pool)
+    assert_nothing_replaced_or_deleted(result)
+    assert ops(result, "create") == {
+        (NODE_CLASS, "node-pools-class-gpu-batch"),
+        (NODE_POOL, "node-pools-gpu-batch"),
+    }
+    # The operator's values and the node guard's settings follow the GPU pools.
+    assert ops(result, "update") <= {
+        (RELEASE, "gpu-operator"),
+        ("kubernetes:apps/v1:Deployment", "gpu-node-guard-deployment"),
+    }
+
+
+def test_removing_a_pool_deletes_its_node_class_and_node_pool_only_and_says_so() -> None:
+    result = transition("dev", add_batch_pool, reverse=True)
+    assert result.of("replace") == []
+    assert result.of("create") == []
+    assert ops(result, "delete") == {
+        (NODE_CLASS, "node-pools-class-gpu-batch"),
+        (NODE_POOL, "node-pools-gpu-batch"),
+    }
+    called_out = " ".join(f.message for f in result.findings)
+    assert "node-pools-gpu-batch" in called_out
+    assert "node-pools-class-gpu-batch" in called_out
+    assert not result.blocking
+
+
+def test_removing_a_pool_of_prod_leaves_the_other_pool_alone() -> None:
+    def remove(s: Sections) -> None:
+        s["gpu-eks:nodePools"] = [p for p in s["gpu-eks:nodePools"] if p["name"] != "gpu-inference"]
+
+    result = transition("prod", remove)
+    assert result.of("replace") == []
+    assert result.of("create") == []
+    assert ops(result, "delete") == {
+        (NODE_CLASS, "node-pools-class-gpu-inference"),
+        (NODE_POOL, "node-pools-gpu-inference"),
+    }
+
+
+# --- Karpenter ----------------------------------------------------------------------------------
+
+
+def test_karpenter_namespace_change_replaces_only_the_controller_release_delete_first() -> None:
+    result = transition("dev", lambda s: s["gpu-eks:karpenter"].update(namespace="karpenter"))
+    assert result.of("delete") == []
+    assert result.of("create") == []
+    replaced = {(s.type, s.name): s for s in result.of("replace")}
+    assert replaced.keys() == {(RELEASE, "karpenter-controller"), (POD_IDENTITY, "karpenter-controller")}
+    controller = replaced[(RELEASE, "karpenter-controller")]
+    assert controller.because == ("namespace",)
+    assert controller.delete_first
+    # The association is keyed by namespace: a new one for the new namespace, then the old one goes.
+    assert not replaced[(POD_IDENTITY, "karpenter-controller")].delete_first
+    # The CRDs (and with them every NodePool and NodeClaim) stay.
+    assert result.find(RELEASE, "karpenter-crd") is None
+    assert not any(s.type in (NODE_POOL, NODE_CLASS) for s in result.steps)
+    assert not result.blocking
+
+
+def identity(value: str) -> Callable[[Sections], None]:
+    return lambda s: s["gpu-eks:karpenter"].update(identity=value)
+
+
+def test_pod_identity_to_irsa_and_back() -> None:
+    to_irsa = transition("dev", identity("irsa"))
+    back = transition("dev", identity("irsa"), reverse=True)
+    for result in (to_irsa, back):
+        assert result.of("replace") == []
+        assert ops(result, "update") == {
+            ("aws:iam/role:Role", "karpenter-controller"),  # its trust policy
+            (RELEASE, "karpenter-controller"),  # the service account's role annotation
+        }
+    assert ops(to_irsa, "delete") == {(POD_IDENTITY, "karpenter-controller")}
+    assert to_irsa.of("create") == []
+    assert ops(back, "create") == {(POD_IDENTITY, "karpenter-controller")}
+    assert back.of("delete") == []
+
+
+def interruption_off(s: Sections) -> None:
+    s["gpu-eks:karpenter"].update(interruptionHandling=False)
+
+
+def test_interruption_handling_off_and_on() -> None:
+    off = transition("prod", interruption_off)
+    on = transition("prod", interruption_off, reverse=True)
+    for result in (off, on):
+        assert result.of("replace") == []
+        assert [(s.type, s.name, s.because) for s in result.of("update")] == [
+            (RELEASE, "karpenter-controller", ("values.settings.interruptionQueue",))
+        ]
+    assert ops(off, "delete") == INTERRUPTION
+    assert off.of("create") == []
+    assert ops(on, "create") == INTERRUPTION
+    assert on.of("delete") == []
+
+
+# --- people -------------------------------------------------------------------------------------
+
+NEW_ADMIN = "arn:aws:iam::111122223333:role/ml-oncall"
+NEW_ENTRY = "cluster-admin-111122223333-ml-oncall"
+
+
+def test_a_new_admin_role_creates_its_access_entry_only_wherever_it_is_listed() -> None:
+    appended = transition("prod", lambda s: s["gpu-eks:cluster"]["adminRoleArns"].append(NEW_ADMIN))
+    prepended = transition("prod", lambda s: s["gpu-eks:cluster"]["adminRoleArns"].insert(0, NEW_ADMIN))
+    for result in (appended, prepended):
+        assert [(s.op, s.type, s.name) for s in result.steps] == [
+            ("create", ACCESS_ENTRY, NEW_ENTRY),
+            ("create", ACCESS_POLICY, NEW_ENTRY),
+        ]
+
+
+def test_removing_an_admin_role_deletes_its_access_entry_only() -> None:
+    result = transition("prod", lambda s: s["gpu-eks:cluster"]["adminRoleArns"].pop(0))
+    assert [(s.op, s.type, s.name) for s in result.steps] == [
+        ("delete", ACCESS_ENTRY, "cluster-admin-111122223333-platform-admin"),
+        ("delete", ACCESS_POLICY, "cluster-admin-111122223333-platform-admin"),
+    ]
+
+
+# --- what must stand out ------------------------------------------------------------------------
+
+
+def test_renaming_the_protected_prod_cluster_replaces_it_and_cannot_deploy() -> None:
+    result = transition("prod", lambda s: s["gpu-eks:cluster"].update(name="ml-prod-2"))
+    cluster = result.find(CLUSTER, "cluster")
+    assert cluster is not None
+    assert cluster.op == "replace"
+    assert cluster.because == ("name",)
+    assert result.blocking  # protect: true
+    # Everything in the cluster follows it: the Kubernetes provider and every object it manages.
+    for step in result.steps:
+        if step.type.startswith("kubernetes:"):
+            assert step.op == "replace", step
+    messages = [f.message for f in result.findings]
+    assert any(m.startswith("replace eks:index:Cluster cluster") for m in messages)
+    assert any(m.startswith("replace aws:eks/nodeGroup:NodeGroup cluster-system") for m in messages)
+    assert any(m.startswith("replace aws:sqs/queue:Queue karpenter-interruption") for m in messages)
+    assert any("protected" in m for m in messages)
+
+
+def test_admin_entries_named_by_position_move_to_their_principal_names_unchanged() -> None:
+    """Earlier versions named admin access entries by list position; the aliases carry them over."""
+    now = state_of_run(stack_run("prod"), "now")
+    earlier = {}
+    for key, resource in now.resources.items():
+        if resource.type in (ACCESS_ENTRY, ACCESS_POLICY) and resource.aliases:
+            old_key = resource.aliases[0]
+            earlier[old_key] = replace(resource, key=old_key, name=old_key.rsplit("::", 1)[1], aliases=())
+        else:
+            earlier[key] = resource
+    assert any(k.endswith("::cluster-admin-0") for k in earlier)
+    assert plan(State(earlier, "position-named"), now).steps == ()
+
+
+def test_first_up_after_node_classes_got_pool_names() -> None:
+    """Earlier versions named node classes after a digest of their settings. The one-time move: a class
+    per pool is created, each NodePool points at its own (Karpenter drifts its nodes onto it, within the
+    pool's budgets), and the old classes are deleted last, once their nodes are gone."""
+    now = state_of_run(stack_run("prod"), "now")
+    old_names = {
+        f"node-pools-class-{p}": f"al2023-{n:08x}" for n, p in enumerate(["gpu-inference", "gpu-training"])
+    }
+    earlier = {}
+    for key, current in now.resources.items():
+        inputs = json.loads(json.dumps(current.inputs))
+        old = current
+        if current.type == NODE_CLASS:
+            inputs["metadata"]["name"] = old_names[current.name]
+            logical = f"node-pools-class-{old_names[current.name]}"
+            old = replace(current, key=key.replace(current.name, logical), name=logical)
+        if current.type == NODE_POOL:
+            ref = inputs["spec"]["template"]["spec"]["nodeClassRef"]
+            ref["name"] = old_names[f"node-pools-class-{ref['name']}"]
+        earlier[old.key] = replace(old, inputs=inputs)
+    result = plan(State(earlier, "digest-named classes"), now)
+    assert result.of("replace") == []
+    assert {(s.op, s.type) for s in result.steps} == {
+        ("create", NODE_CLASS),
+        ("update", NODE_POOL),
+        ("delete", NODE_CLASS),
+    }
+    assert ops(result, "create") == {
+        (NODE_CLASS, "node-pools-class-gpu-inference"),
+        (NODE_CLASS, "node-pools-class-gpu-training"),
+    }
+    for step in result.of("update"):
+        assert step.because == ("spec.template.spec.nodeClassRef.name",)
+    assert len(result.of("delete")) == 2
+    assert len(result.findings) == 2
+    assert not result.blocking

@@ -1,0 +1,99 @@
+"""A new environment in one step, and the checks that keep stacks from colliding."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from config.stack import parse_stack_config
+from scripts.new_stack import NewStackError, free_cidr, main, new_stack
+from synth.runner import stack_config
+from synth.stack_files import ROOT, cross_stack_problems, production_stacks, stacks
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """The stack files and policy configuration of the repository, in a scratch directory."""
+    for path in [ROOT / "Pulumi.yaml", *ROOT.glob("Pulumi.*.yaml")]:
+        shutil.copy(path, tmp_path / path.name)
+    (tmp_path / "policy").mkdir()
+    shutil.copy(ROOT / "policy" / "policy-config.json", tmp_path / "policy" / "policy-config.json")
+    return tmp_path
+
+
+def test_committed_stacks_do_not_collide() -> None:
+    assert cross_stack_problems() == []
+
+
+def test_a_copied_stack_file_collides_twice(repo: Path) -> None:
+    shutil.copy(repo / "Pulumi.dev.yaml", repo / "Pulumi.zz-copy.yaml")
+    assert cross_stack_problems(repo) == [
+        "Pulumi.zz-copy.yaml: cluster name ml-dev is also Pulumi.dev.yaml's",
+        "Pulumi.zz-copy.yaml: VPC CIDR 10.20.0.0/16 overlaps Pulumi.dev.yaml's 10.20.0.0/16",
+    ]
+
+
+def _unused(repo: Path, base: str) -> str:
+    """A stack name no stack file of the repository uses yet (the suite also runs with more stacks)."""
+    return next(f"{base}{n or ''}" for n in range(100) if f"{base}{n or ''}" not in stacks(repo))
+
+
+def test_new_stack_from_prod_gets_its_own_name_network_and_production_listing(repo: Path) -> None:
+    name = _unused(repo, "staging")
+    before = stacks(repo)
+    path = new_stack(name, "prod", cluster=None, production=None, root=repo)
+    assert stacks(repo) == sorted([*before, name])
+    document = yaml.safe_load(path.read_text())["config"]
+    assert document["gpu-eks:cluster"]["name"] == f"ml-{name}"
+    assert document["gpu-eks:network"]["cidr"].endswith("/16")  # the size of prod's
+    assert cross_stack_problems(repo) == []  # its own name and a CIDR overlapping no other stack's
+    assert name in production_stacks(repo)
+    assert "# the prod runner's NAT egress (EIP); nothing else" in path.read_text()  # comments kept
+    # Its own header in place of prod's (all of it), saying where it deploys from.
+    assert path.read_text().splitlines()[:3] == [
+        f"# {name}: copied from Pulumi.prod.yaml by `python -m scripts.new_stack` (own cluster name and VPC "
+        "CIDR).",
+        f"# Deploy with `pulumi stack select {name} && pulumi up` from the runner named by "
+        "vars.PROD_RUNS_ON.",
+        "config:",
+    ]
+    parsed = parse_stack_config(stack_config(name, repo))
+    prod = parse_stack_config(stack_config("prod", repo))
+    assert parsed.node_pools == prod.node_pools
+    assert json.loads((repo / "policy" / "policy-config.json").read_text())  # still valid JSON
+
+
+def test_new_stack_writes_its_snapshot(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    name = _unused(repo, "sandbox")
+    assert main([name, "--from", "dev", "--no-production", "--root", str(repo)]) == 0
+    assert name not in production_stacks(repo)
+    assert (repo / "snapshots" / name / "resources.yaml").is_file()
+    assert f"ml-{name}" in (repo / "snapshots" / name / "outputs.yaml").read_text()
+    assert (repo / f"Pulumi.{name}.yaml").read_text().splitlines()[1:3] == [
+        f"# Deploy with `pulumi stack select {name} && pulumi up`.",
+        "config:",
+    ]
+    assert f"Pulumi.{name}.yaml: written" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("name", "source", "cluster", "message"),
+    [
+        ("dev", "prod", None, "Pulumi.dev.yaml exists already"),
+        ("zz-new", "nope", None, "no Pulumi.nope.yaml to copy"),
+        ("Qa", "dev", None, "stack name 'Qa'"),
+        ("zz-new", "dev", "ml-prod", "cluster name ml-prod is used by another stack"),
+    ],
+)
+def test_new_stack_refuses_what_would_collide(
+    repo: Path, name: str, source: str, cluster: str | None, message: str
+) -> None:
+    with pytest.raises(NewStackError, match=message):
+        new_stack(name, source, cluster=cluster, production=None, root=repo)
+
+
+def test_free_cidr_skips_every_taken_range() -> None:
+    assert free_cidr(16, ["10.0.0.0/16", "10.1.0.0/17"]) == "10.2.0.0/16"
+    assert free_cidr(20, ["10.0.0.0/16"]) == "10.1.0.0/20"
