@@ -36,9 +36,10 @@ python3 -m venv --without-pip .venv-tools
 .venv/bin/uv pip install --quiet --python .venv-tools/bin/python -r requirements-tools.txt
 # Bytecode now, on every core: where PYTHONDONTWRITEBYTECODE is set (as on this project's machines) Python
 # would otherwise recompile the provider SDKs in every process. Not for the pulumi_aws services that nothing
-# here uses (scripts/type_check_scope.py), which are half of it.
+# here uses (scripts/type_check_scope.py), which are half of it, nor for .venv-tools, which checkov is let
+# cache itself (tests/test_checkov.py).
 .venv/bin/python -m compileall -q -j0 -x "$(.venv/bin/python -m scripts.type_check_scope --unused-pattern)" \
-  .venv/lib/python3*/site-packages .venv-tools/lib/python3*/site-packages ||
+  .venv/lib/python3*/site-packages ||
   echo "gpu-eks: some files did not compile (above); Python compiles them if they are imported"
 wait "$npm_ci"
 echo "gpu-eks: environment ready in .venv (tools in .venv-tools)"
