@@ -27,13 +27,25 @@ fi
 # installed while the Python packages install.
 npm ci --no-audit --no-fund --silent &
 npm_ci=$!
-python3 -m venv .venv # with pip, which Pulumi's `toolchain: pip` runs in it
-python3 -m venv --without-pip .venv-tools
-# uv (pinned in requirements-dev.txt) installs the requirements from PyPI several times faster than pip.
-.venv/bin/python -m pip install --quiet --disable-pip-version-check "$(grep -o '^uv==[^ ]*' requirements-dev.txt)"
-.venv/bin/uv pip install --quiet --python .venv/bin/python -r requirements-dev.txt
+# uv (pinned in requirements-dev.txt) makes the virtualenvs and installs the requirements from PyPI several
+# times faster than venv and pip. It comes from this Python's pip when it has one, into a scratch directory;
+# else from the pip of a plain venv, whose ensurepip step costs 5 s more.
+uv_pin=$(grep -o '^uv==[^ ]*' requirements-dev.txt)
+if python3 -m pip --version >/dev/null 2>&1; then
+  scratch=$(mktemp -d)
+  trap 'rm -rf "$scratch"' EXIT
+  python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --target "$scratch" "$uv_pin"
+  uv=$scratch/bin/uv
+else
+  python3 -m venv .venv
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check "$uv_pin"
+  uv=.venv/bin/uv
+fi
+"$uv" venv --quiet --allow-existing --seed --python python3 .venv # --seed: pip, which Pulumi's toolchain runs
+"$uv" venv --quiet --allow-existing --python python3 .venv-tools
+"$uv" pip install --quiet --python .venv/bin/python -r requirements-dev.txt
 # checkov (Kubernetes manifest scanner, used by the tests) in its own environment.
-.venv/bin/uv pip install --quiet --python .venv-tools/bin/python -r requirements-tools.txt
+"$uv" pip install --quiet --python .venv-tools/bin/python -r requirements-tools.txt
 # Bytecode now, on every core: where PYTHONDONTWRITEBYTECODE is set (as on this project's machines) Python
 # would otherwise recompile the provider SDKs in every process. Not for the pulumi_aws services that nothing
 # here uses (scripts/type_check_scope.py), which are half of it, nor for .venv-tools, which checkov is let
