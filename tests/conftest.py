@@ -9,7 +9,7 @@ from synth.runner import ProgramRun, run_stack, stacks
 
 STACKS = stacks()
 
-# The suite runs the program dozens of times in one process, and each full collection walks every object the
+# The suite runs the program hundreds of times in one process, and each full collection walks every object the
 # provider SDKs made on import (about a million, alive until exit): collect less often, and once a stack has
 # run (the SDK modules are loaded by then), take what is alive out of the collector's sight.
 gc.set_threshold(10_000, 10, 10)
