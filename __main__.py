@@ -7,9 +7,11 @@ import contract
 from components.cluster import Cluster
 from components.efa_device_plugin import EfaDevicePlugin
 from components.gpu_operator import GpuOperator
+from components.karpenter.chart_values import CONTROLLER_CHART_NAME
 from components.karpenter.component import Karpenter
 from components.network import Network
 from components.node_pools import NodePools, pool_contract
+from components.observability.component import Observability
 from components.smoke_test import SmokeTest
 from config.stack import load_stack_config
 
@@ -41,6 +43,29 @@ cluster = Cluster(
     public_subnet_ids=network.public_subnet_ids,
     tags=tags,
 )
+# Before Karpenter and the GPU Operator: their ServiceMonitors need the Prometheus Operator CRDs first.
+observability = (
+    Observability(
+        "observability",
+        config=config.observability,
+        cluster=cluster,
+        cluster_name=config.cluster.name,
+        region=config.region,
+        gpu_pools=[p.name for p in config.gpu_pools],
+        gpu_operator_namespace=config.gpu_operator.namespace,
+        karpenter_namespace=config.karpenter.namespace,
+        # The ServiceMonitor's job is the controller Service's name, the release name (the chart's fullname).
+        karpenter_job=CONTROLLER_CHART_NAME,
+        interruption_handling=config.karpenter.interruption_handling,
+        protect=config.cluster.protect,
+        tags=tags,
+        # TODO(merge): pass the gp3-encrypted StorageClass resource of the cluster lifecycle work (issue 10).
+        storage_class=None,
+    )
+    if config.observability.enabled
+    else None
+)
+monitoring_crds = observability.crd_release if observability else None
 karpenter = Karpenter(
     "karpenter",
     config=config.karpenter,
@@ -49,6 +74,7 @@ karpenter = Karpenter(
     region=config.region,
     partition=config.partition,
     tags=tags,
+    monitoring_crds=monitoring_crds,
 )
 gpu_operator = GpuOperator(
     "gpu-operator",
@@ -56,6 +82,7 @@ gpu_operator = GpuOperator(
     pools=[pool.gpu_profile() for pool in config.gpu_pools],
     kubernetes_version=config.cluster.kubernetes_version,
     cluster=cluster,
+    monitoring_crds=monitoring_crds,
 )
 if config.efa_pools:
     # Advertises vpc.amazonaws.com/efa on the EFA pools' nodes; without it EFA pods stay Pending.
@@ -106,5 +133,6 @@ contract.export(
         ],
         "gpuToleration": contract.GPU_TOLERATION.model_dump(mode="json", by_alias=True, exclude_none=True),
         "gpuOperatorNamespace": gpu_operator.namespace,
+        "monitoring": observability.contract() if observability else None,
     }
 )

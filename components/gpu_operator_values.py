@@ -46,6 +46,7 @@ __all__ = [
     "CHART_NFD_MASTER_TOLERATIONS",
     "CHART_NFD_WORKER_TOLERATIONS",
     "CHART_OPERATOR_TOLERATIONS",
+    "DCGM_NODE_RELABELING",
     "DEPLOY_DEVICE_PLUGIN_LABEL",
     "DEPLOY_MIG_MANAGER_LABEL",
     "DEVICE_PLUGIN_CONFIGMAP",
@@ -96,6 +97,14 @@ DEVICE_PLUGIN_DEFAULT_CONFIG = "default"
 """Entry used by nodes without `nvidia.com/device-plugin.config`: plain GPUs, no sharing."""
 MIG_PARTED_CONFIGMAP = "gpu-eks-mig-parted-config"
 """ConfigMap the chart creates with the custom mig-parted configs (only with `mig.config` set)."""
+
+DCGM_NODE_RELABELING: Mapping[str, Any] = {
+    "sourceLabels": ["__meta_kubernetes_pod_node_name"],
+    "targetLabel": "node",
+    "action": "replace",
+}
+"""Relabeling of the DCGM exporter's ServiceMonitor: the exporter's own labels name the GPU, not the node
+it is on, and a ServiceMonitor adds no `node` label; this one adds the node name of the exporter pod."""
 
 _CONTROL_PLANE_TOLERATION = {
     "key": "node-role.kubernetes.io/control-plane",
@@ -441,6 +450,7 @@ def gpu_operator_values(
     config: GpuOperatorConfig,
     system_node_selector: Mapping[str, str],
     system_tolerations: Sequence[Mapping[str, Any]] = (),
+    scraped: bool = False,
 ) -> dict[str, Any]:
     """Helm values of the `gpu-operator` chart (v26.7 series) for a cluster with these GPU pools.
 
@@ -452,7 +462,9 @@ def gpu_operator_values(
       defaults) keep the defaults and add every pool taint and startup taint.
     * Operator controller, NFD master and NFD gc on `system_node_selector`, tolerating `system_tolerations`.
     * CDI on only if the operator's device plugin serves some pool and Kubernetes >= 1.32.
-    * DCGM exporter and its ServiceMonitor as `config.dcgmExporter` says.
+    * DCGM exporter as `config.dcgmExporter` says; its ServiceMonitor too, or, when that is unset, exactly
+      when `scraped` (a Prometheus Operator scrapes the cluster). The ServiceMonitor labels every series
+      with the `node` it comes from (`DCGM_NODE_RELABELING`), which the dashboards and alerts join on.
     * Time-slicing: a device-plugin ConfigMap with a `default` entry and one `time-slicing-<N>` entry per
       distinct replica count, selected by the node label from `pool_node_labels`.
     * MIG: `mig.strategy`, `WITH_REBOOT=true` for the MIG manager, custom mig-parted configs if any.
@@ -477,6 +489,7 @@ def gpu_operator_values(
     operator_plugin = not pools or any(p.ami_family == "al2023" for p in pools)
     operator_driver = config.driver_mode == "operator"
     dcgm = config.dcgm_exporter
+    service_monitor = dcgm.enabled and (dcgm.service_monitor if dcgm.service_monitor is not None else scraped)
 
     mig_manager: dict[str, Any] = {"enabled": operator_plugin}
     if operator_plugin:
@@ -518,7 +531,9 @@ def gpu_operator_values(
         "migManager": mig_manager,
         "dcgmExporter": {
             "enabled": dcgm.enabled,
-            "serviceMonitor": {"enabled": dcgm.enabled and dcgm.service_monitor},
+            "serviceMonitor": {"enabled": True, "relabelings": [dict(DCGM_NODE_RELABELING)]}
+            if service_monitor
+            else {"enabled": False},
         },
         "node-feature-discovery": {
             "worker": {"tolerations": nfd_worker_tolerations(pools)},

@@ -24,6 +24,7 @@ from config.gpu_operator import GpuOperatorConfig
 from config.karpenter import KarpenterConfig
 from config.network import NetworkConfig
 from config.node_pools import NodePoolConfig
+from config.observability import ObservabilityConfig
 from config.smoke_test import SmokeTestConfig
 from config.types import AwsRegion
 from facts.partitions import Partition, partition_of_region
@@ -52,6 +53,9 @@ class StackConfig(ConfigModel):
     efa_device_plugin: EfaDevicePluginConfig = EfaDevicePluginConfig()
     """The AWS EFA device plugin, which makes `vpc.amazonaws.com/efa` allocatable; installed only when a
     pool has `efa: true`."""
+    observability: ObservabilityConfig = ObservabilityConfig()
+    """Metrics, dashboards and alerts for the GPU pools and Karpenter: none, in the cluster, or Amazon
+    Managed Service for Prometheus."""
 
     @property
     def gpu_pools(self) -> tuple[NodePoolConfig, ...]:
@@ -154,11 +158,27 @@ def _gpu_operator_problems(config: StackConfig) -> list[ConfigProblem]:
     ]
 
 
+def _service_monitor_problems(config: StackConfig) -> list[ConfigProblem]:
+    """A ServiceMonitor needs the Prometheus Operator CRDs, which only an observability backend installs."""
+    if config.gpu_operator.dcgm_exporter.service_monitor and not config.observability.enabled:
+        return [
+            ConfigProblem(
+                f"{PROJECT}:gpuOperator.dcgmExporter.serviceMonitor",
+                "needs the Prometheus Operator CRDs, which only an observability backend installs: set "
+                "gpu-eks:observability.backend to inCluster or managed, or leave serviceMonitor unset",
+                True,
+                True,
+            )
+        ]
+    return []
+
+
 def _cross_section_problems(config: StackConfig) -> list[ConfigProblem]:
     """Checks that span sections; each names the key to change."""
     return (
         _karpenter_replicas_problems(config)
         + _gpu_operator_problems(config)
+        + _service_monitor_problems(config)
         + _node_pool_problems(config)
         + _smoke_test_problems(config)
     )
