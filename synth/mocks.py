@@ -254,6 +254,34 @@ class AwsMocks(pulumi.runtime.Mocks):
         state["targetId"] = target_id
         return f"{state.get('rule')}-{target_id}", state
 
+    def _aws_amp_workspace_Workspace(self, args: Any, state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """Ids `ws-<uuid>`; endpoint `https://aps-workspaces.<region>.amazonaws.com/workspaces/<id>/` (the
+        `prometheus_endpoint` docstring of pulumi_aws/amp/workspace.py and AMP's CreateWorkspace response)."""
+        digest = _digest(args.name, length=32)
+        workspace_id = f"ws-{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}"
+        suffix = "amazonaws.com.cn" if self.partition == "aws-cn" else "amazonaws.com"
+        state.update(
+            arn=self._arn("aps", f"workspace/{workspace_id}"),
+            prometheusEndpoint=f"https://aps-workspaces.{self.region}.{suffix}/workspaces/{workspace_id}/",
+        )
+        return workspace_id, state
+
+    def _aws_amp_ruleGroupNamespace_RuleGroupNamespace(
+        self, args: Any, state: dict[str, Any]
+    ) -> tuple[str, dict[str, Any]]:
+        """Identified by its ARN `...:rulegroupsnamespace/<workspace id>/<name>` (terraform-provider-aws
+        internal/service/amp/rule_group_namespace.go sets the id to the ARN)."""
+        arn = self._arn("aps", f"rulegroupsnamespace/{state.get('workspaceId')}/{state.get('name')}")
+        state["arn"] = arn
+        return arn, state
+
+    def _aws_iam_rolePolicy_RolePolicy(self, args: Any, state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """Identified as `<role>:<policy name>`; the name is generated when not given (terraform-provider-aws
+        internal/service/iam/role_policy.go)."""
+        name = self._physical_name(args)
+        state["name"] = name
+        return f"{state.get('role')}:{name}", state
+
     def _eks_index_Cluster(self, args: Any, state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         """pulumi-eks' Cluster is a remote component: its outputs are exactly what it would report
         (nodejs/eks/cluster/cluster.ts @ccf53f17, `createCluster` and `generateKubeconfig`)."""
