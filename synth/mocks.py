@@ -255,29 +255,35 @@ class AwsMocks(pulumi.runtime.Mocks):
         return f"{state.get('rule')}-{target_id}", state
 
     def _aws_amp_workspace_Workspace(self, args: Any, state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-        """Ids `ws-<uuid>`; endpoint `https://aps-workspaces.<region>.amazonaws.com/workspaces/<id>/` (the
-        `prometheus_endpoint` docstring of pulumi_aws/amp/workspace.py and AMP's CreateWorkspace response)."""
-        digest = _digest(args.name, length=32)
-        workspace_id = f"ws-{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}"
-        suffix = "amazonaws.com.cn" if self.partition == "aws-cn" else "amazonaws.com"
+        # id: the workspace id `ws-<uuid>` (terraform-provider-aws amp/workspace.go sets the id to it; AMP API
+        # reference, RemoteWrite's sample `/workspaces/ws-b226cc2a-a446-46a9-933a-ac50479a5568/...`); `arn`
+        # `arn:<partition>:aps:<region>:<account>:workspace/<id>` (pulumi_aws/amp/workspace.py `arn`);
+        # `prometheusEndpoint` `https://aps-workspaces.<region>.<dns suffix>/workspaces/<id>/`, with the
+        # trailing slash that `api/v1/remote_write` and `api/v1/query` are appended to
+        # (pulumi_aws/amp/workspace.py `prometheus_endpoint`; the remote-write URL pattern of the EMR
+        # Serverless API's PrometheusMonitoringConfiguration, `https://aps-workspaces.<region>.amazonaws
+        # (.<tld>)+/workspaces/<id>/api/v1/remote_write`).
+        workspace_id = f"ws-{_uuid(args.typ, args.name)}"
         state.update(
             arn=self._arn("aps", f"workspace/{workspace_id}"),
-            prometheusEndpoint=f"https://aps-workspaces.{self.region}.{suffix}/workspaces/{workspace_id}/",
+            prometheusEndpoint=f"https://aps-workspaces.{self.region}.{self.dns_suffix}/workspaces/{workspace_id}/",
         )
         return workspace_id, state
 
     def _aws_amp_ruleGroupNamespace_RuleGroupNamespace(
         self, args: Any, state: dict[str, Any]
     ) -> tuple[str, dict[str, Any]]:
-        """Identified by its ARN `...:rulegroupsnamespace/<workspace id>/<name>` (terraform-provider-aws
-        internal/service/amp/rule_group_namespace.go sets the id to the ARN)."""
+        # id: the ARN `arn:<partition>:aps:<region>:<account>:rulegroupsnamespace/<workspace id>/<name>`
+        # (terraform-provider-aws amp/rule_group_namespace.go sets the id to the ARN; pulumi_aws/amp/
+        # rule_group_namespace.py `arn`).
         arn = self._arn("aps", f"rulegroupsnamespace/{state.get('workspaceId')}/{state.get('name')}")
         state["arn"] = arn
         return arn, state
 
     def _aws_iam_rolePolicy_RolePolicy(self, args: Any, state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-        """Identified as `<role>:<policy name>`; the name is generated when not given (terraform-provider-aws
-        internal/service/iam/role_policy.go)."""
+        # id `<role name>:<policy name>` (terraform-provider-aws iam/role_policy.go, resourceRolePolicyPut);
+        # `name` as given or auto-named (pulumi_aws/iam/role_policy.py `name`: "If omitted, the provider will
+        # assign a random, unique name").
         name = self._physical_name(args)
         state["name"] = name
         return f"{state.get('role')}:{name}", state

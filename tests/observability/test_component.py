@@ -54,7 +54,11 @@ def test_prod_declares_the_managed_backend_both_scrapers_dashboards_and_alerts(p
         _release(prod, "gpu-operator").inputs["values"]["dcgmExporter"]["serviceMonitor"]["enabled"] is True
     )
     # One dashboard per GPU pool and the overview, labelled for Grafana's sidecar.
-    dashboards = {c.inputs["metadata"]["name"]: c for c in prod.of_type(CONFIGMAP)}
+    dashboards = {
+        c.inputs["metadata"]["name"]: c
+        for c in prod.of_type(CONFIGMAP)
+        if DASHBOARD_LABEL in c.inputs["metadata"].get("labels", {})
+    }
     assert set(dashboards) == {"gpu-eks-overview", "gpu-eks-pool-gpu-inference", "gpu-eks-pool-gpu-training"}
     for name, config_map in dashboards.items():
         assert config_map.inputs["metadata"]["labels"] == {DASHBOARD_LABEL: "1"}

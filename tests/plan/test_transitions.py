@@ -204,11 +204,18 @@ def test_removing_a_pool_of_prod_leaves_the_other_pool_alone() -> None:
         s["gpu-eks:nodePools"] = [p for p in s["gpu-eks:nodePools"] if p["name"] != "gpu-inference"]
 
     result = transition("prod", remove)
-    assert result.of("replace") == []
     assert result.of("create") == []
     assert ops(result, "delete") == {
         (NODE_CLASS, "node-pools-class-gpu-inference"),
         (NODE_POOL, "node-pools-gpu-inference"),
+        ("kubernetes:core/v1:ConfigMap", "observability-gpu-eks-pool-gpu-inference"),
+    }
+    # Observability follows: the overview dashboard and the alerts no longer select the pool; the GPU node
+    # guard stops watching it (its settings travel in the Deployment).
+    assert ops(result, "replace") == {("kubernetes:core/v1:ConfigMap", "observability-gpu-eks-overview")}
+    assert ops(result, "update") == {
+        ("aws:amp/ruleGroupNamespace:RuleGroupNamespace", "observability"),
+        ("kubernetes:apps/v1:Deployment", "gpu-node-guard-deployment"),
     }
 
 
@@ -260,8 +267,10 @@ def test_interruption_handling_off_and_on() -> None:
     on = transition("prod", interruption_off, reverse=True)
     for result in (off, on):
         assert result.of("replace") == []
+        # The interruption alerts go and come with the queue (prod's alert rules live in its AMP workspace).
         assert [(s.type, s.name, s.because) for s in result.of("update")] == [
-            (RELEASE, "karpenter-controller", ("values.settings.interruptionQueue",))
+            ("aws:amp/ruleGroupNamespace:RuleGroupNamespace", "observability", ("data",)),
+            (RELEASE, "karpenter-controller", ("values.settings.interruptionQueue",)),
         ]
     assert ops(off, "delete") == INTERRUPTION
     assert off.of("create") == []
