@@ -7,6 +7,7 @@ import contract
 from components.cluster import Cluster
 from components.efa_device_plugin import EfaDevicePlugin
 from components.gpu_node_guard import GpuNodeGuard
+from components.gpu_node_guard.manifests import METRICS_JOB as GUARD_METRICS_JOB
 from components.gpu_operator import GpuOperator
 from components.karpenter.chart_values import CONTROLLER_CHART_NAME
 from components.karpenter.component import Karpenter
@@ -14,6 +15,7 @@ from components.network import Network
 from components.node_overlays import NodeOverlays
 from components.node_pools import NodePools, pool_contract
 from components.observability.component import Observability
+from components.observability.queries import Targets
 from components.smoke_test import SmokeTest
 from components.storage import BlockStorage
 from config.stack import load_stack_config
@@ -55,7 +57,8 @@ storage = BlockStorage(
     partition=config.partition,
     tags=tags,
 )
-# Before Karpenter and the GPU Operator: their ServiceMonitors need the Prometheus Operator CRDs first.
+# Before Karpenter, the GPU Operator and the GPU node guard: their ServiceMonitors need the Prometheus
+# Operator CRDs first.
 observability = (
     Observability(
         "observability",
@@ -63,12 +66,17 @@ observability = (
         cluster=cluster,
         cluster_name=config.cluster.name,
         region=config.region,
-        gpu_pools=[p.name for p in config.gpu_pools],
-        gpu_operator_namespace=config.gpu_operator.namespace,
-        karpenter_namespace=config.karpenter.namespace,
-        # The ServiceMonitor's job is the controller Service's name, the release name (the chart's fullname).
-        karpenter_job=CONTROLLER_CHART_NAME,
-        interruption_handling=config.karpenter.interruption_handling,
+        targets=Targets(
+            gpu_pools=tuple(p.name for p in config.gpu_pools),
+            gpu_operator_namespace=config.gpu_operator.namespace,
+            gpu_node_guard_namespace=config.gpu_node_guard.namespace,
+            gpu_node_guard_job=GUARD_METRICS_JOB,
+            karpenter_namespace=config.karpenter.namespace,
+            # The ServiceMonitor's job is the controller Service's name, the release name (the chart's
+            # fullname).
+            karpenter_job=CONTROLLER_CHART_NAME,
+            interruption_handling=config.karpenter.interruption_handling,
+        ),
         protect=config.cluster.protect,
         tags=tags,
         storage_class=storage.storage_class,
@@ -110,6 +118,7 @@ if config.gpu_pools:
         pools=config.gpu_pools,
         provider=cluster.provider,
         depends_on=[karpenter.crd_release],
+        monitoring_crds=monitoring_crds,
     )
 # After the CRDs and the controller (which waits for the node role's access entry): created last, and on
 # `pulumi destroy` deleted first, while Karpenter can still terminate the instances it launched.

@@ -7,9 +7,9 @@ Example (Pulumi.<stack>.yaml)::
 """
 
 import re
-from typing import Any, Literal, Self
+from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator
 
 from config.base import ConfigModel
 from config.types import KubernetesName, Quantity
@@ -52,7 +52,7 @@ class ObservabilityConfig(ConfigModel):
     Prometheus data on the encrypted gp3 StorageClass `gp3-encrypted`) or `managed` (an Amazon Managed
     Service for Prometheus workspace with the alert rules, written to by an in-cluster Prometheus agent
     through EKS Pod Identity, and Grafana in the cluster reading it). With a backend, the DCGM exporter's and
-    Karpenter's ServiceMonitors are turned on."""
+    Karpenter's ServiceMonitors are turned on, and the GPU node guard gets one."""
     namespace: KubernetesName = "monitoring"
     """Namespace of the monitoring stack and the dashboards."""
     prometheus: PrometheusSettings = PrometheusSettings()
@@ -70,17 +70,20 @@ class ObservabilityConfig(ConfigModel):
             )
         return value
 
-    @model_validator(mode="after")
-    def _server_settings(self) -> Self:
-        if self.backend == "managed":
-            misplaced = sorted({"retention", "storage_gib"} & self.prometheus.model_fields_set)
-            if misplaced:
-                names = ", ".join(f"prometheus.{PrometheusSettings.model_fields[n].alias}" for n in misplaced)
-                raise ValueError(
-                    f"{names} apply to the inCluster backend only: with managed, the workspace stores the "
-                    "samples and the in-cluster agent keeps only its write-ahead log"
-                )
-        return self
+    def problems(self) -> list[tuple[tuple[str, ...], str, Any]]:
+        """Mistakes that span keys of this section, as (path below `observability`, message, value)."""
+        if self.backend != "managed":
+            return []
+        return [
+            (
+                ("prometheus", PrometheusSettings.model_fields[name].alias or name),
+                "applies to the inCluster backend only: with backend managed the workspace keeps the samples "
+                "(150 days) and the in-cluster agent only its write-ahead log; remove it",
+                getattr(self.prometheus, name),
+            )
+            for name in ("retention", "storage_gib")
+            if name in self.prometheus.model_fields_set
+        ]
 
     @property
     def enabled(self) -> bool:

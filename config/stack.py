@@ -384,10 +384,15 @@ def _gpu_operator_problems(config: StackConfig) -> list[ConfigProblem]:
     ]
 
 
-def _service_monitor_problems(config: StackConfig) -> list[ConfigProblem]:
-    """A ServiceMonitor needs the Prometheus Operator CRDs, which only an observability backend installs."""
+def _observability_problems(config: StackConfig) -> list[ConfigProblem]:
+    """The section's own cross-key checks, and the DCGM exporter's ServiceMonitor, which needs the Prometheus
+    Operator CRDs that only an observability backend installs."""
+    problems = [
+        ConfigProblem(config_key(("observability", *path)), message, value, True)
+        for path, message, value in config.observability.problems()
+    ]
     if config.gpu_operator.dcgm_exporter.service_monitor and not config.observability.enabled:
-        return [
+        problems.append(
             ConfigProblem(
                 f"{PROJECT}:gpuOperator.dcgmExporter.serviceMonitor",
                 "needs the Prometheus Operator CRDs, which only an observability backend installs: set "
@@ -395,8 +400,8 @@ def _service_monitor_problems(config: StackConfig) -> list[ConfigProblem]:
                 True,
                 True,
             )
-        ]
-    return []
+        )
+    return problems
 
 
 def _cross_section_problems(config: StackConfig) -> list[ConfigProblem]:
@@ -405,7 +410,7 @@ def _cross_section_problems(config: StackConfig) -> list[ConfigProblem]:
         _cluster_problems(config)
         + _karpenter_replicas_problems(config)
         + _gpu_operator_problems(config)
-        + _service_monitor_problems(config)
+        + _observability_problems(config)
         + _node_pool_problems(config)
         + _smoke_test_problems(config)
     )

@@ -9,6 +9,9 @@ data files under `facts/data/`, each with a header naming its upstream repositor
   entries are exported, and `label` entries are labels on the other metrics, not metrics.
 - Karpenter 1.14: `karpenter-1.14-metrics.txt`, the names of the published metrics reference.
 - kube-state-metrics v2.20.0: `kube-state-metrics-v2.20.0-metrics.txt`, the names of its metrics docs.
+- The GPU node guard (this project's own controller): `GPU_NODE_GUARD_METRICS`, the names its `/metrics`
+  serves (`METRICS` of `components/gpu_node_guard/guard.py`, which ships without this package; a test keeps
+  the two lists equal).
 - Prometheus itself: the series it adds to every scrape target (`PROMETHEUS_TARGET_METRICS`).
 """
 
@@ -32,6 +35,19 @@ PROMETHEUS_TARGET_METRICS = frozenset(
 )
 """Series Prometheus records for every target it scrapes (github.com/prometheus/prometheus
 `docs/concepts/jobs_instances.md`, "Automatically generated labels and time series")."""
+
+GPU_NODE_GUARD_METRICS = frozenset(
+    {
+        "gpu_eks_node_guard_nodeclaims_deleted_total",
+        "gpu_eks_node_guard_startup_taints_removed_total",
+        "gpu_eks_node_guard_uninitialized_nodeclaims",
+        "gpu_eks_node_guard_mig_failed_nodes",
+        "gpu_eks_node_guard_sync_errors_total",
+        "gpu_eks_node_guard_last_sync_success_timestamp_seconds",
+    }
+)
+"""What the GPU node guard exports (components/gpu_node_guard/guard.py `METRICS`); the per-pool ones carry a
+`nodepool` label."""
 
 HISTOGRAMS = frozenset(
     {
@@ -78,9 +94,9 @@ def kube_state_metrics() -> frozenset[str]:
 
 
 def exporter_of(metric: str) -> str | None:
-    """Which exporter exports `metric` (`dcgm-exporter`, `karpenter`, `kube-state-metrics`, `prometheus`),
-    or None when none does. Histogram series (`<name>_bucket`, ...) count for the histograms in
-    `HISTOGRAMS`."""
+    """Which exporter exports `metric` (`dcgm-exporter`, `karpenter`, `kube-state-metrics`,
+    `gpu-node-guard`, `prometheus`), or None when none does. Histogram series (`<name>_bucket`, ...) count
+    for the histograms in `HISTOGRAMS`."""
     for suffix in HISTOGRAM_SUFFIXES:
         if metric.endswith(suffix) and metric.removesuffix(suffix) in HISTOGRAMS:
             metric = metric.removesuffix(suffix)
@@ -92,6 +108,7 @@ def exporter_of(metric: str) -> str | None:
         "dcgm-exporter": dcgm_exporter_metrics(),
         "karpenter": karpenter_metrics(),
         "kube-state-metrics": kube_state_metrics(),
+        "gpu-node-guard": GPU_NODE_GUARD_METRICS,
         "prometheus": PROMETHEUS_TARGET_METRICS,
     }
     return next((source for source, names in sources.items() if metric in names), None)

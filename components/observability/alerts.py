@@ -15,6 +15,9 @@ What is and is not observable from inside the cluster:
   it (`karpenter_interruption_message_queue_duration_seconds`) and the errors of its interruption controller.
   The queue's own depth and oldest-message age are CloudWatch metrics of SQS, which nothing in the cluster
   scrapes; a controller that stops reading the queue is caught by `KarpenterControllerDown` and the errors.
+- Stuck GPU nodes: `GpuNodeNotInitialized` warns while a node is stuck; the GPU node guard deletes it after
+  the pool's `initializationTimeout` (`GpuNodeGuardReplacedNodeClaims` says so), and `GpuNodeGuardDown`
+  says when nothing would.
 """
 
 from collections.abc import Sequence
@@ -24,6 +27,7 @@ from components.observability.queries import (
     CONDITION_POOL_LABEL,
     DCGM_JOB,
     KARPENTER_GPU,
+    Targets,
     any_of,
     leader_max,
     matchers,
@@ -39,6 +43,9 @@ KARPENTER_GROUP = "gpu-eks.karpenter"
 NODE_NOT_INITIALIZED_SECONDS = 15 * 60
 """A GPU node Karpenter launched that is not initialized after this long: the GPU Operator has not made
 `nvidia.com/gpu` allocatable (or a startup taint stays). Launch, boot and operator setup take 3-8 minutes."""
+GUARD_STALE_SECONDS = 5 * 60
+"""No successful sync of the GPU node guard for this long: it cannot list or act (its sync interval is at
+most 5 minutes, and its own health check fails after three intervals)."""
 INTERRUPTION_DELAY_SECONDS = 30
 """99th percentile of the time interruption messages wait on the queue: a spot interruption warning gives
 two minutes, and every second waited is a second less to drain the node."""
@@ -59,8 +66,9 @@ def _rule(
 def gpu_rules(*, gpu_pools: Sequence[str], gpu_operator_namespace: str) -> list[dict[str, Any]]:
     """Alerts on the GPUs and the GPU nodes of `gpu_pools`."""
     pools = any_of(gpu_pools)
-    usage = leader_max("karpenter_nodepools_usage", ["nodepool"], resource_type=KARPENTER_GPU, nodepool=pools)
-    limit = leader_max("karpenter_nodepools_limit", ["nodepool"], resource_type=KARPENTER_GPU, nodepool=pools)
+    by = ["nodepool", "resource_type"]
+    usage = leader_max("karpenter_nodepools_usage", by, resource_type=KARPENTER_GPU, nodepool=pools)
+    limit = leader_max("karpenter_nodepools_limit", by, resource_type=KARPENTER_GPU, nodepool=pools)
     return [
         _rule(
             "GpuXidError",
@@ -127,11 +135,11 @@ def gpu_rules(*, gpu_pools: Sequence[str], gpu_operator_namespace: str) -> list[
             "is not initialized after 15 minutes",
             description=(
                 "Karpenter launched the instance but nvidia.com/gpu is not allocatable yet, so no GPU pod "
-                "runs "
-                "there and Karpenter will not consolidate it: it bills and does nothing. Usually the GPU "
-                "Operator has not finished on the node (kubectl -n gpu-operator get pods -o wide; a taint "
-                "its "
-                "DaemonSets do not tolerate, missing NFD labels, a failing validator)."
+                "runs there and Karpenter will not consolidate it: it bills and does nothing. Usually the "
+                "GPU Operator has not finished on the node (kubectl -n gpu-operator get pods -o wide; a "
+                "taint its DaemonSets do not tolerate, missing NFD labels, a failing validator), or on a MIG "
+                "pool the MIG manager has not partitioned the GPUs. The GPU node guard deletes the NodeClaim "
+                "once the pool's initializationTimeout has passed."
             ),
         ),
         _rule(
@@ -139,12 +147,52 @@ def gpu_rules(*, gpu_pools: Sequence[str], gpu_operator_namespace: str) -> list[
             f"({usage} >= {limit}) and on () ({pending_gpu_pods()} > 0)",
             for_="10m",
             severity="warning",
-            summary="GPU pool {{ $labels.nodepool }} is at its GPU limit while GPU pods wait",
+            summary="GPU pool {{ $labels.nodepool }} is at its {{ $labels.resource_type }} limit while GPU "
+            "pods wait",
             description=(
-                "The pool has provisioned its limits.nvidia.com/gpu, so Karpenter launches no more nodes "
-                "for it, "
-                "and pods asking for GPUs have been unschedulable for 10 minutes. Raise the pool's limit in "
-                "the stack config, or free GPUs (time-sliced pools count slices: see README)."
+                "The pool has provisioned its limit of this GPU resource, so Karpenter launches no more "
+                "nodes for it, and pods asking for GPUs have been unschedulable for 10 minutes. Raise the "
+                "pool's limits.nvidia.com/gpu in the stack config, or free GPUs (time-sliced and MIG pools "
+                "count slices: see README)."
+            ),
+        ),
+    ]
+
+
+def gpu_node_guard_rules(*, gpu_pools: Sequence[str], namespace: str, job: str) -> list[dict[str, Any]]:
+    """Alerts on the GPU node guard (installed with any GPU pool): what its watchdog deleted, and the guard
+    itself not syncing."""
+    deleted = matchers(nodepool=any_of(gpu_pools))
+    target = matchers(job=job, namespace=namespace)
+    return [
+        _rule(
+            "GpuNodeGuardReplacedNodeClaims",
+            f"sum by (nodepool) (increase(gpu_eks_node_guard_nodeclaims_deleted_total{deleted}[1h])) > 0",
+            for_="0m",
+            severity="warning",
+            summary="The GPU node guard deleted GPU NodeClaims of pool {{ $labels.nodepool }} that never "
+            "initialized",
+            description=(
+                "In the last hour the guard deleted NodeClaims of this pool (about {{ $value | humanize }}) "
+                "that were still not initialized after the pool's initializationTimeout; Karpenter launched "
+                "others for the pending pods. Each one billed until then. The guard's Warning events say why "
+                "(kubectl get events -n default --field-selector reason=InitializationTimeout); repeated "
+                "deletions mean the pool's nodes cannot become ready (GPU Operator, MIG manager, AMI): "
+                "see GpuNodeNotInitialized."
+            ),
+        ),
+        _rule(
+            "GpuNodeGuardDown",
+            f"absent(up{target} == 1) or "
+            f"(time() - max(gpu_eks_node_guard_last_sync_success_timestamp_seconds{target}) > "
+            f"{GUARD_STALE_SECONDS})",
+            for_="5m",
+            severity="warning",
+            summary="The GPU node guard has not synced for 5 minutes",
+            description=(
+                "The guard is down or cannot list Nodes and NodeClaims: MIG nodes keep their startup taint "
+                "(no pod lands on them) and GPU NodeClaims that never initialize bill until expireAfter. "
+                f"kubectl -n {namespace} logs deploy/gpu-node-guard names the cause (API access, RBAC)."
             ),
         ),
     ]
@@ -207,30 +255,24 @@ def karpenter_rules(
     return rules
 
 
-def alert_groups(
-    *,
-    gpu_pools: Sequence[str],
-    gpu_operator_namespace: str,
-    karpenter_namespace: str,
-    karpenter_job: str,
-    interruption_handling: bool,
-) -> list[dict[str, Any]]:
-    """The rule groups: GPU alerts (only with GPU pools) and Karpenter alerts."""
+def alert_groups(targets: Targets) -> list[dict[str, Any]]:
+    """The rule groups: GPU and GPU node guard alerts (only with GPU pools) and Karpenter alerts."""
     groups = []
-    if gpu_pools:
-        groups.append(
-            {
-                "name": GPU_GROUP,
-                "rules": gpu_rules(gpu_pools=gpu_pools, gpu_operator_namespace=gpu_operator_namespace),
-            }
+    if targets.gpu_pools:
+        rules = gpu_rules(gpu_pools=targets.gpu_pools, gpu_operator_namespace=targets.gpu_operator_namespace)
+        rules += gpu_node_guard_rules(
+            gpu_pools=targets.gpu_pools,
+            namespace=targets.gpu_node_guard_namespace,
+            job=targets.gpu_node_guard_job,
         )
+        groups.append({"name": GPU_GROUP, "rules": rules})
     groups.append(
         {
             "name": KARPENTER_GROUP,
             "rules": karpenter_rules(
-                karpenter_namespace=karpenter_namespace,
-                karpenter_job=karpenter_job,
-                interruption_handling=interruption_handling,
+                karpenter_namespace=targets.karpenter_namespace,
+                karpenter_job=targets.karpenter_job,
+                interruption_handling=targets.interruption_handling,
             ),
         }
     )

@@ -10,8 +10,9 @@ control-plane scrapers off (EKS does not expose etcd, the scheduler or the contr
 serves metrics on 127.0.0.1 only: their targets would be down forever), Grafana's dashboard sidecar on.
 
 - `inCluster`: Prometheus as a server with its TSDB on a PersistentVolumeClaim of the encrypted gp3
-  StorageClass, retention by time and by size (90% of the volume, so it never fills), Alertmanager, the
-  chart's default rules and dashboards except those of the control-plane components EKS hides.
+  StorageClass (deleted with the release), retention by time and by size (90% of the volume, so it never
+  fills), Alertmanager, the chart's default rules and dashboards except those of the control-plane components
+  EKS hides.
 - `managed`: Prometheus in agent mode (scrapes and remote-writes to the workspace with SigV4, credentials from
   EKS Pod Identity; no TSDB, no rules), no Alertmanager and no default rules or dashboards (they rely on
   recording rules the agent does not evaluate), Grafana with the Amazon Managed Service for Prometheus data
@@ -39,9 +40,6 @@ GRAFANA_PORT: Final = 80
 PROMETHEUS_SERVICE_ACCOUNT: Final = "prometheus"
 GRAFANA_SERVICE_ACCOUNT: Final = "grafana"
 """Service accounts named explicitly: the managed backend's Pod Identity associations bind to them."""
-
-STORAGE_CLASS: Final = "gp3-encrypted"
-"""The cluster's encrypted gp3 StorageClass (EBS CSI driver), which the cluster lifecycle work declares."""
 
 RETENTION_SIZE_SHARE: Final = 0.9
 """Share of the volume Prometheus may fill before it drops the oldest blocks (WAL and compaction need "
@@ -87,10 +85,13 @@ def stack_values(
     cluster_name: str,
     region: str,
     system_node_selector: Mapping[str, str],
+    storage_class: str | None = None,
     workspace_endpoint: str | None = None,
 ) -> dict[str, Any]:
     """Values of the `kube-prometheus-stack` release.
 
+    `storage_class`: the StorageClass of the Prometheus volume (`components.storage.DEFAULT_STORAGE_CLASS`,
+    encrypted gp3); required for `inCluster`, refused otherwise (an agent keeps no volume).
     `workspace_endpoint`: the managed backend's workspace endpoint (`https://aps-workspaces.<region>.
     amazonaws.com/workspaces/<id>/`); required for `managed`, refused otherwise.
     """
@@ -99,6 +100,8 @@ def stack_values(
     managed = config.backend == "managed"
     if managed != (workspace_endpoint is not None):
         raise ValueError("workspace_endpoint is required for the managed backend and only for it")
+    if managed == (storage_class is not None):
+        raise ValueError("storage_class is required for the inCluster backend and only for it")
     if not system_node_selector:
         raise ValueError("system_node_selector is empty: the monitoring stack would run on GPU nodes")
     if workspace_endpoint is not None and not workspace_endpoint.endswith("/"):
@@ -162,12 +165,17 @@ def stack_values(
             storageSpec={
                 "volumeClaimTemplate": {
                     "spec": {
-                        "storageClassName": STORAGE_CLASS,
+                        "storageClassName": storage_class,
                         "accessModes": ["ReadWriteOnce"],
                         "resources": {"requests": {"storage": f"{config.prometheus.storage_gib}Gi"}},
                     }
                 }
             },
+            # The volume goes with the release (`pulumi destroy`, another backend): a StatefulSet keeps its
+            # claims by default, and a claim left behind keeps its EBS volume billing after the cluster is
+            # gone. The release is deleted before the StorageClass and the EBS CSI driver, which deletes the
+            # volume. A scale-down keeps it.
+            persistentVolumeClaimRetentionPolicy={"whenDeleted": "Delete", "whenScaled": "Retain"},
         )
 
     values: dict[str, Any] = {

@@ -5,12 +5,13 @@ Every value, rule and dashboard comes from the pure modules of this package; thi
 
 Order: the CRD release (`prometheus-operator-crds`) comes first, and everything that creates a
 ServiceMonitor or a PrometheusRule waits for it: this component's stack release and PrometheusRule, the
-Karpenter controller release and the GPU Operator release (`crd_release`, passed to them by `__main__`). On
-`pulumi destroy` the CRDs therefore go last.
+Karpenter controller release, the GPU Operator release and the GPU node guard's ServiceMonitor (`crd_release`,
+passed to them by `__main__`). On `pulumi destroy` the CRDs therefore go last. With `inCluster` the stack
+release also waits for the cluster's gp3-encrypted StorageClass (and through it the EBS CSI driver), so on
+destroy it goes, with the Prometheus volume, before them.
 """
 
 import json
-from collections.abc import Sequence
 from typing import Literal
 
 import pulumi
@@ -40,6 +41,8 @@ from components.observability.dashboards import (
     dashboards,
 )
 from components.observability.iam import query_policy, remote_write_policy
+from components.observability.queries import Targets
+from components.storage import DEFAULT_STORAGE_CLASS
 from config.observability import ObservabilityConfig
 from contract import Monitoring
 from facts.prometheus_stack import (
@@ -88,18 +91,17 @@ class Observability(pulumi.ComponentResource):
         cluster: Cluster,
         cluster_name: str,
         region: str,
-        gpu_pools: Sequence[str],
-        gpu_operator_namespace: str,
-        karpenter_namespace: str,
-        karpenter_job: str,
-        interruption_handling: bool,
+        targets: Targets,
         protect: bool,
         tags: dict[str, str],
-        storage_class: pulumi.Resource | None = None,
+        storage_class: k8s.storage.v1.StorageClass,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        """`storage_class`: the resource declaring the encrypted gp3 StorageClass Prometheus's volume uses
-        (`inCluster`); the release waits for it. `protect`: protect the workspace, which holds the metrics."""
+        """`targets`: the GPU pools and the scraped components the alerts and dashboards select.
+        `storage_class`: the cluster's encrypted gp3 StorageClass (`BlockStorage.storage_class`). With
+        `inCluster` the Prometheus volume is of that class and the release waits for it (and its EBS CSI
+        driver); on `pulumi destroy` the release, whose StatefulSet owns the volume claim, goes first.
+        `protect`: protect the workspace, which holds the metrics."""
         super().__init__("gpu-eks:observability:Observability", name, None, opts)
         if not config.enabled:
             raise pulumi.RunError(
@@ -130,13 +132,7 @@ class Observability(pulumi.ComponentResource):
             opts=on_cluster,
         )
 
-        groups = alert_groups(
-            gpu_pools=gpu_pools,
-            gpu_operator_namespace=gpu_operator_namespace,
-            karpenter_namespace=karpenter_namespace,
-            karpenter_job=karpenter_job,
-            interruption_handling=interruption_handling,
-        )
+        groups = alert_groups(targets)
         release_needs: list[pulumi.Resource] = [self.crd_release, namespace, cluster.system_node_group]
         self.workspace_id = None
         self.query_endpoint = None
@@ -186,15 +182,9 @@ class Observability(pulumi.ComponentResource):
                     delete_before_replace=True,
                 ),
             )
-            if storage_class is not None:
-                release_needs.append(storage_class)
+            release_needs.append(storage_class)
 
-        for dashboard_name, dashboard in dashboards(
-            gpu_pools,
-            datasource_type=datasource_type(config),
-            karpenter_namespace=karpenter_namespace,
-            karpenter_job=karpenter_job,
-        ).items():
+        for dashboard_name, dashboard in dashboards(targets, datasource_type=datasource_type(config)).items():
             k8s.core.v1.ConfigMap(
                 f"{name}-{dashboard_name}",
                 metadata=k8s.meta.v1.ObjectMetaArgs(
@@ -212,6 +202,7 @@ class Observability(pulumi.ComponentResource):
                 cluster_name=cluster_name,
                 region=region,
                 system_node_selector=SYSTEM_NODE_SELECTOR,
+                storage_class=None if managed else DEFAULT_STORAGE_CLASS,
                 workspace_endpoint=endpoint,
             )
         )

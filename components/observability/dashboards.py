@@ -21,6 +21,7 @@ from typing import Any
 from components.observability.queries import (
     CONDITION_POOL_LABEL,
     KARPENTER_GPU,
+    Targets,
     any_of,
     leader_max,
     matchers,
@@ -127,8 +128,12 @@ def _dashboard(name: str, title: str, panels: Sequence[Panel], datasource_type: 
 def pool_panels(pool: str) -> list[Panel]:
     """The panels of one GPU pool's dashboard."""
     gpu = {"nodepool": pool, "resource_type": KARPENTER_GPU}
-    allocatable = f"sum({leader_max('karpenter_nodes_allocatable', ['node_name'], **gpu)})"
-    requested = f"sum({leader_max('karpenter_nodes_total_pod_requests', ['node_name'], **gpu)})"
+    per_node = ["node_name", "resource_type"]
+    allocatable = f"sum by (resource_type) ({leader_max('karpenter_nodes_allocatable', per_node, **gpu)})"
+    requested = (
+        f"sum by (resource_type) ({leader_max('karpenter_nodes_total_pod_requests', per_node, **gpu)})"
+    )
+    guard = matchers(nodepool=pool)
     fb_used = on_pool_nodes("DCGM_FI_DEV_FB_USED", pool)
     fb_free = on_pool_nodes("DCGM_FI_DEV_FB_FREE", pool)
     nodes = leader_max(
@@ -144,12 +149,14 @@ def pool_panels(pool: str) -> list[Panel]:
     return [
         Panel(
             "GPUs allocatable vs requested",
-            "Are the pool's GPUs in use? Allocatable: GPUs the pool's nodes offer (a time-sliced GPU counts "
-            "once per "
-            "slice); requested: what pods on them asked for. A wide gap for longer than consolidateAfter "
-            "means "
-            "idle GPUs Karpenter cannot remove (pods that block eviction, or a WhenEmpty pool).",
-            (Target(allocatable, "allocatable"), Target(requested, "requested")),
+            "Are the pool's GPUs in use? Allocatable: GPUs the pool's nodes offer (a time-sliced or MIG GPU "
+            "counts once per slice; a mixed-strategy MIG pool shows its MIG resources); requested: what pods "
+            "on them asked for. A wide gap for longer than consolidateAfter means idle GPUs Karpenter cannot "
+            "remove (pods that block eviction, or a WhenEmpty pool).",
+            (
+                Target(allocatable, "allocatable {{resource_type}}"),
+                Target(requested, "requested {{resource_type}}"),
+            ),
         ),
         Panel(
             "GPU utilisation",
@@ -168,11 +175,10 @@ def pool_panels(pool: str) -> list[Panel]:
         ),
         Panel(
             "Pods waiting for a GPU",
-            "Is anything waiting for GPU capacity? Pods requesting nvidia.com/gpu that the scheduler could "
-            "not place, "
-            "cluster-wide (a pending pod belongs to no pool until it is scheduled). Staying above 0 while "
-            "the pool "
-            "is at its limit fires GpuPoolAtLimitWithPendingPods.",
+            "Is anything waiting for GPU capacity? Pods requesting nvidia.com/gpu (or a MIG resource) that "
+            "the scheduler could not place, cluster-wide (a pending pod belongs to no pool until it is "
+            "scheduled). Staying above 0 while the pool is at its limit fires "
+            "GpuPoolAtLimitWithPendingPods.",
             (Target(pending_gpu_pods(), "unschedulable GPU pods"),),
         ),
         Panel(
@@ -215,6 +221,21 @@ def pool_panels(pool: str) -> list[Panel]:
                     f"{matchers(nodepool=pool, reason=any_of(INTERRUPTION_REASONS))}[1h]))",
                     "{{reason}}",
                 ),
+            ),
+        ),
+        Panel(
+            "Stuck GPU nodes (GPU node guard)",
+            "Do the pool's nodes become ready? NodeClaims launched but not initialized yet, NodeClaims the "
+            "GPU node guard deleted per hour because they stayed uninitialized past the pool's "
+            "initializationTimeout (GpuNodeGuardReplacedNodeClaims), and, on MIG pools, nodes whose MIG "
+            "partitioning failed. Steady deletions mean the pool's nodes cannot become ready.",
+            (
+                Target(f"max(gpu_eks_node_guard_uninitialized_nodeclaims{guard})", "not initialized yet"),
+                Target(
+                    f"sum(increase(gpu_eks_node_guard_nodeclaims_deleted_total{guard}[1h]))",
+                    "deleted (never initialized) per hour",
+                ),
+                Target(f"max(gpu_eks_node_guard_mig_failed_nodes{guard})", "MIG partitioning failed"),
             ),
         ),
         Panel(
@@ -264,7 +285,10 @@ def overview_panels(gpu_pools: Sequence[str], *, karpenter_namespace: str, karpe
     pools = any_of(gpu_pools)
     target = matchers(job=karpenter_job, namespace=karpenter_namespace)
     gpu = {"nodepool": pools, "resource_type": KARPENTER_GPU}
-    requested = leader_max("karpenter_nodes_total_pod_requests", ["nodepool", "node_name"], **gpu)
+    by_resource = ["nodepool", "resource_type"]
+    requested = leader_max(
+        "karpenter_nodes_total_pod_requests", ["nodepool", "node_name", "resource_type"], **gpu
+    )
     return [
         Panel(
             "Estimated hourly cost by pool",
@@ -281,11 +305,12 @@ def overview_panels(gpu_pools: Sequence[str], *, karpenter_namespace: str, karpe
         ),
         Panel(
             "GPUs provisioned against each pool's limit",
-            "Which pool is about to hit its GPU cap? Provisioned GPUs over limits.nvidia.com/gpu.",
+            "Which pool is about to hit its GPU cap? Provisioned GPUs over limits.nvidia.com/gpu (in the "
+            "pool's units: slices for time-sliced and MIG pools; the fullest MIG resource of a mixed pool).",
             (
                 Target(
-                    f"{leader_max('karpenter_nodepools_usage', ['nodepool'], **gpu)} / "
-                    f"{leader_max('karpenter_nodepools_limit', ['nodepool'], **gpu)}",
+                    f"max by (nodepool) ({leader_max('karpenter_nodepools_usage', by_resource, **gpu)} / "
+                    f"{leader_max('karpenter_nodepools_limit', by_resource, **gpu)})",
                     "{{nodepool}}",
                 ),
             ),
@@ -304,14 +329,27 @@ def overview_panels(gpu_pools: Sequence[str], *, karpenter_namespace: str, karpe
         ),
         Panel(
             "Pods waiting for a GPU",
-            "Is anything waiting for GPU capacity? Unschedulable pods requesting nvidia.com/gpu, "
-            "cluster-wide.",
+            "Is anything waiting for GPU capacity? Unschedulable pods requesting nvidia.com/gpu (or a MIG "
+            "resource), cluster-wide.",
             (Target(pending_gpu_pods(), "unschedulable GPU pods"),),
         ),
         Panel(
             "GPUs with an XID error",
             "Which GPUs reported a driver error? The last XID per GPU (0: none); see GpuXidError.",
             (Target("max by (node, gpu) (DCGM_FI_DEV_XID_ERRORS) > 0", "{{node}} GPU {{gpu}}"),),
+        ),
+        Panel(
+            "Stuck GPU nodes deleted by the GPU node guard (per hour)",
+            "Which pool's nodes fail to become ready? NodeClaims the GPU node guard deleted per hour, by "
+            "pool, because they stayed uninitialized past the pool's initializationTimeout; see the pool "
+            "dashboards and GpuNodeGuardReplacedNodeClaims.",
+            (
+                Target(
+                    "sum by (nodepool) "
+                    f"(increase(gpu_eks_node_guard_nodeclaims_deleted_total{matchers(nodepool=pools)}[1h]))",
+                    "{{nodepool}}",
+                ),
+            ),
         ),
         Panel(
             "Karpenter controllers up",
@@ -343,19 +381,17 @@ def overview_panels(gpu_pools: Sequence[str], *, karpenter_namespace: str, karpe
     ]
 
 
-def dashboards(
-    gpu_pools: Sequence[str], *, datasource_type: str, karpenter_namespace: str, karpenter_job: str
-) -> dict[str, dict[str, Any]]:
+def dashboards(targets: Targets, *, datasource_type: str) -> dict[str, dict[str, Any]]:
     """Dashboard name -> dashboard JSON: `gpu-eks-overview` and `gpu-eks-pool-<pool>` per GPU pool."""
+    overview = overview_panels(
+        targets.gpu_pools,
+        karpenter_namespace=targets.karpenter_namespace,
+        karpenter_job=targets.karpenter_job,
+    )
     result = {
-        "gpu-eks-overview": _dashboard(
-            "gpu-eks-overview",
-            "GPU pools: overview",
-            overview_panels(gpu_pools, karpenter_namespace=karpenter_namespace, karpenter_job=karpenter_job),
-            datasource_type,
-        )
+        "gpu-eks-overview": _dashboard("gpu-eks-overview", "GPU pools: overview", overview, datasource_type)
     }
-    for pool in gpu_pools:
+    for pool in targets.gpu_pools:
         name = f"gpu-eks-pool-{pool}"
         result[name] = _dashboard(name, f"GPU pool: {pool}", pool_panels(pool), datasource_type)
     return result

@@ -10,14 +10,18 @@ Where each label comes from:
   `kube_node_labels`, for the keys in its allow list (`NODE_LABELS_ALLOWLIST`, set in the chart values).
 - DCGM exporter series carry `gpu` (the GPU index on its node) and, through the ServiceMonitor relabeling of
   `components.gpu_operator_values.DCGM_NODE_RELABELING`, `node`.
+- The GPU node guard's per-pool series carry `nodepool` (components/gpu_node_guard/guard.py `Metrics`).
 """
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
-KARPENTER_GPU = "nvidia.com/gpu"
-"""`resource_type` of GPUs on Karpenter's metrics."""
-KSM_GPU = "nvidia_com_gpu"
-"""`resource` of GPUs on kube-state-metrics' metrics."""
+KARPENTER_GPU = "~nvidia\\.com/(gpu|mig_.+)"
+"""`resource_type` of GPU resources on Karpenter's metrics (a regex matcher value): `nvidia.com/gpu` (whole
+GPUs, time-slices, MIG devices of `mig.strategy: single`) and the `nvidia.com/mig-<profile>` resources of
+`mixed` pools, whose nodes advertise no `nvidia.com/gpu` (`components.gpu_sharing`)."""
+KSM_GPU = "~nvidia_com_(gpu|mig_.+)"
+"""`resource` of the same GPU resources on kube-state-metrics' metrics (a regex matcher value)."""
 
 NODE_LABELS_ALLOWLIST = (
     "karpenter.sh/nodepool",
@@ -31,6 +35,21 @@ CONDITION_POOL_LABEL = "karpenter_sh_nodepool"
 DCGM_JOB = "nvidia-dcgm-exporter"
 """`job` of the DCGM exporter's series: its ServiceMonitor takes the job from the Service's `app` label
 (`jobLabel: app`, assets/state-dcgm-exporter/0500_service_monitor.yaml of gpu-operator v26.7.0)."""
+
+
+@dataclass(frozen=True)
+class Targets:
+    """What the alerts and dashboards select: the GPU pools, and where each scraped component runs with the
+    `job` its ServiceMonitor gives its series."""
+
+    gpu_pools: tuple[str, ...]
+    gpu_operator_namespace: str
+    gpu_node_guard_namespace: str
+    gpu_node_guard_job: str
+    karpenter_namespace: str
+    karpenter_job: str
+    interruption_handling: bool
+    """Whether Karpenter reads an interruption queue (its alerts exist only then)."""
 
 
 def matchers(**labels: str) -> str:
@@ -54,8 +73,9 @@ def on_pool_nodes(selector: str, pool: str) -> str:
 
 
 def pending_gpu_pods() -> str:
-    """How many pods asking for GPUs the scheduler could not place (cluster-wide: a pending pod belongs to
-    no pool yet). Each container's request is one series; `max by (namespace, pod)` makes it one per pod."""
+    """How many pods asking for GPUs (or MIG devices) the scheduler could not place (cluster-wide: a pending
+    pod belongs to no pool yet). Each container's request is one series; `max by (namespace, pod)` makes it
+    one per pod."""
     return (
         "count(max by (namespace, pod) "
         f"(kube_pod_container_resource_requests{matchers(resource=KSM_GPU)}) "

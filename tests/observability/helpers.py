@@ -10,11 +10,25 @@ import yaml
 
 from components.observability.alerts import alert_groups
 from components.observability.dashboards import dashboards, queries
+from components.observability.queries import Targets
 from facts.metrics import exporter_of
+from synth.runner import ProgramRun
+from tests.helpers import run
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "kube-prometheus-stack-88.5.3"
 
 POOLS = ("gpu-inference", "gpu-training")
+IN_CLUSTER_POOL: dict[str, Any] = {
+    "name": "gpu-a",
+    "instanceFamilies": ["g6"],
+    "limits": {"nvidia.com/gpu": "8"},
+}
+
+
+@functools.cache
+def in_cluster_stack() -> ProgramRun:
+    """The real program with the `inCluster` backend and one GPU pool (no committed stack uses it)."""
+    return run(nodePools=[IN_CLUSTER_POOL], observability={"backend": "inCluster"})
 
 
 def _load(relative: str) -> dict[str, Any]:
@@ -65,17 +79,24 @@ def unknown_metrics(expr: str) -> list[str]:
     return sorted(name for name in selected_metrics(expr) if exporter_of(name) is None)
 
 
-def sample_alert_groups(
-    interruption_handling: bool = True, gpu_pools: Sequence[str] = POOLS
-) -> list[dict[str, Any]]:
-    """The alert groups of a stack with `gpu_pools` and Karpenter in `kube-system`."""
-    return alert_groups(
-        gpu_pools=gpu_pools,
+def targets(interruption_handling: bool = True, gpu_pools: Sequence[str] = POOLS) -> Targets:
+    """What a stack with `gpu_pools`, Karpenter in `kube-system` and the defaults elsewhere scrapes."""
+    return Targets(
+        gpu_pools=tuple(gpu_pools),
         gpu_operator_namespace="gpu-operator",
+        gpu_node_guard_namespace="gpu-node-guard",
+        gpu_node_guard_job="gpu-node-guard-metrics",
         karpenter_namespace="kube-system",
         karpenter_job="karpenter",
         interruption_handling=interruption_handling,
     )
+
+
+def sample_alert_groups(
+    interruption_handling: bool = True, gpu_pools: Sequence[str] = POOLS
+) -> list[dict[str, Any]]:
+    """The alert groups of a stack with `gpu_pools` and Karpenter in `kube-system`."""
+    return alert_groups(targets(interruption_handling, gpu_pools))
 
 
 def all_alert_rules(interruption_handling: bool = True) -> list[dict[str, Any]]:
@@ -83,9 +104,7 @@ def all_alert_rules(interruption_handling: bool = True) -> list[dict[str, Any]]:
 
 
 def all_dashboards() -> dict[str, dict[str, Any]]:
-    return dashboards(
-        POOLS, datasource_type="prometheus", karpenter_namespace="kube-system", karpenter_job="karpenter"
-    )
+    return dashboards(targets(), datasource_type="prometheus")
 
 
 def every_expression() -> Iterator[tuple[str, str]]:

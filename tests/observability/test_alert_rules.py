@@ -107,21 +107,44 @@ def _tests() -> list[dict[str, Any]]:
         ),
         _series("kube_pod_status_unschedulable", {"namespace": "ml", "pod": "train-0", "uid": "u1"}, "1x30"),
     ]
-    gpu_limit = {"resource_type": "nvidia.com/gpu", **KARPENTER}
 
-    def pool_at(pool: str, usage: int, limit: int) -> list[dict[str, str]]:
-        labels = {**gpu_limit, "nodepool": pool}
+    def pool_at(pool: str, usage: int, limit: int, resource: str = "nvidia.com/gpu") -> list[dict[str, str]]:
+        labels = {"resource_type": resource, **KARPENTER, "nodepool": pool}
         return [
             _series("karpenter_nodepools_usage", labels, f"{usage}x30"),
             _series("karpenter_nodepools_limit", labels, f"{limit}x30"),
         ]
 
+    at_limit = {"nodepool": POOLS[0], "resource_type": "nvidia.com/gpu", "severity": "warning"}
     limit_tests = {
         "interval": "1m",
         "input_series": [*pool_at(POOLS[0], 64, 64), *pool_at(POOLS[1], 16, 64), *pending],
         "alert_rule_test": [
             _alerts("5m", "GpuPoolAtLimitWithPendingPods"),
-            _alerts("12m", "GpuPoolAtLimitWithPendingPods", {"nodepool": POOLS[0], "severity": "warning"}),
+            _alerts("12m", "GpuPoolAtLimitWithPendingPods", at_limit),
+        ],
+    }
+    # A mixed-strategy MIG pool: its nodes advertise only nvidia.com/mig-<profile> (Karpenter's
+    # `resource_type` nvidia.com/mig_1g.10gb), so its nvidia.com/gpu usage stays 0 under the same limit; the
+    # pending pod asks for the MIG resource (kube-state-metrics' `nvidia_com_mig_1g_10gb`).
+    mig = "nvidia.com/mig_1g.10gb"
+    mig_pending = [
+        _series(
+            "kube_pod_container_resource_requests",
+            {"namespace": "ml", "pod": "serve-0", "container": "main", "resource": "nvidia_com_mig_1g_10gb"},
+            "1x30",
+        ),
+        _series("kube_pod_status_unschedulable", {"namespace": "ml", "pod": "serve-0", "uid": "u3"}, "1x30"),
+    ]
+    mig_limit_tests = {
+        "interval": "1m",
+        "input_series": [*pool_at(POOLS[1], 0, 28), *pool_at(POOLS[1], 28, 28, mig), *mig_pending],
+        "alert_rule_test": [
+            _alerts(
+                "12m",
+                "GpuPoolAtLimitWithPendingPods",
+                {"nodepool": POOLS[1], "resource_type": mig, "severity": "warning"},
+            ),
         ],
     }
     no_pending_tests = {
@@ -133,6 +156,44 @@ def _tests() -> list[dict[str, Any]]:
             ),
         ],
         "alert_rule_test": [_alerts("20m", "GpuPoolAtLimitWithPendingPods")],
+    }
+    guard = {"job": "gpu-node-guard-metrics", "namespace": "gpu-node-guard", "pod": "gpu-node-guard-5c9d-x"}
+    deleted = "gpu_eks_node_guard_nodeclaims_deleted_total"
+    guard_deletions = {
+        "interval": "1m",
+        "input_series": [
+            _series(deleted, {**guard, "nodepool": POOLS[0]}, "0x10 1x80"),  # one deletion at minute 11
+            _series(deleted, {**guard, "nodepool": POOLS[1]}, "2x20 0x70"),  # a guard restart resets it
+            _series(deleted, {**guard, "nodepool": "cpu-burst"}, "0x10 3x80"),  # no GPU pool
+        ],
+        "alert_rule_test": [
+            _alerts("5m", "GpuNodeGuardReplacedNodeClaims"),
+            _alerts("15m", "GpuNodeGuardReplacedNodeClaims", {"nodepool": POOLS[0], "severity": "warning"}),
+            _alerts("80m", "GpuNodeGuardReplacedNodeClaims"),  # an hour later: nothing new
+        ],
+    }
+    synced = "gpu_eks_node_guard_last_sync_success_timestamp_seconds"
+    guard_down = {
+        "interval": "1m",
+        "input_series": [_series("up", guard, "1x5 0x20"), _series(synced, guard, "0+60x5")],
+        "alert_rule_test": [
+            _alerts("8m", "GpuNodeGuardDown"),  # unreachable for 3 minutes: not yet
+            _alerts("14m", "GpuNodeGuardDown", {"severity": "warning"}),
+        ],
+    }
+    # Reachable, but its syncs stop succeeding at minute 10 (the timestamp is the sample time until then).
+    guard_stuck = {
+        "interval": "1m",
+        "input_series": [_series("up", guard, "1x30"), _series(synced, guard, "0+60x10 600x20")],
+        "alert_rule_test": [
+            _alerts("18m", "GpuNodeGuardDown"),
+            _alerts("25m", "GpuNodeGuardDown", {"severity": "warning"}),
+        ],
+    }
+    guard_healthy = {
+        "interval": "1m",
+        "input_series": [_series("up", guard, "1x30"), _series(synced, guard, "0+60x30")],
+        "alert_rule_test": [_alerts("25m", "GpuNodeGuardDown")],
     }
     controller_down = {
         "interval": "1m",
@@ -207,7 +268,12 @@ def _tests() -> list[dict[str, Any]]:
         exporter_tests,
         node_tests,
         limit_tests,
+        mig_limit_tests,
         no_pending_tests,
+        guard_deletions,
+        guard_down,
+        guard_stuck,
+        guard_healthy,
         controller_down,
         controller_up,
         interruption_slow,
@@ -264,6 +330,8 @@ def test_interruption_alerts_exist_only_with_interruption_handling(interruption_
         "GpuXidError",
         "GpuPoolAtLimitWithPendingPods",
         "GpuNodeNotInitialized",
+        "GpuNodeGuardReplacedNodeClaims",
+        "GpuNodeGuardDown",
         "KarpenterControllerDown",
     } <= names
 

@@ -9,17 +9,24 @@ from components.observability.chart_values import (
     AMP_DATASOURCE_TYPE,
     EKS_HIDDEN_RULE_GROUPS,
     EKS_HIDDEN_SCRAPERS,
-    STORAGE_CLASS,
     stack_values,
 )
 from components.observability.dashboards import DASHBOARD_LABEL, DASHBOARD_LABEL_VALUE, DATASOURCE_UID
+from components.storage import DEFAULT_STORAGE_CLASS
 from config.observability import ObservabilityConfig
 from facts.prometheus_stack import CRD_CHART_VERSION, OPERATOR_VERSION, STACK_CHART_VERSION
 from tests.gpu_operator.helpers import FREE_KEY_MAPS, merged, unknown_keys
 from tests.observability.helpers import FIXTURES, chart_values, grafana_values, kube_state_metrics_values
 
-FREE_MAPS = FREE_KEY_MAPS | {"externalLabels", "resources", "storageSpec"}
-"""Values that are maps of arbitrary keys (labels, Kubernetes resource lists, a StorageSpec)."""
+FREE_MAPS = FREE_KEY_MAPS | {
+    "externalLabels",
+    "resources",
+    "storageSpec",
+    "persistentVolumeClaimRetentionPolicy",
+}
+"""Values that are maps of arbitrary keys (labels, Kubernetes resource lists, a StorageSpec) or Kubernetes
+objects the chart passes through (a StatefulSet's claim retention policy: `{}` in the chart, with its two keys
+in a comment, checked in `test_claim_retention_keys_are_the_charts`)."""
 SUBCHARTS = {"grafana": grafana_values, "kube-state-metrics": kube_state_metrics_values}
 ENDPOINT = "https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-0123/"
 
@@ -43,6 +50,7 @@ def _values(backend: str, **prometheus: Any) -> dict[str, Any]:
         cluster_name="ml-prod",
         region="us-west-2",
         system_node_selector=SYSTEM_NODE_SELECTOR,
+        storage_class=None if backend == "managed" else DEFAULT_STORAGE_CLASS,
         workspace_endpoint=ENDPOINT if backend == "managed" else None,
     )
 
@@ -79,6 +87,18 @@ def test_pinned_charts_are_the_vendored_ones() -> None:
         assert dependencies[name] == sub["version"], name
 
 
+def test_claim_retention_keys_are_the_charts() -> None:
+    """The chart documents the policy's keys only in a comment under `prometheusSpec` (Kubernetes'
+    StatefulSetPersistentVolumeClaimRetentionPolicy: `whenDeleted`, `whenScaled`)."""
+    text = (FIXTURES / "chart-values.yaml").read_text()
+    comment = text.split("  prometheusSpec:\n", 1)[1].split("persistentVolumeClaimRetentionPolicy: {}\n", 1)[
+        1
+    ]
+    documented = comment.split("\n\n", 1)[0]
+    policy = _values("inCluster")["prometheus"]["prometheusSpec"]["persistentVolumeClaimRetentionPolicy"]
+    assert all(f"#  {key}: Retain" in documented for key in policy)
+
+
 def test_chart_defaults_these_values_change() -> None:
     """Defaults that make the values necessary (a chart bump that changes one shows here)."""
     chart = chart_values()
@@ -96,11 +116,12 @@ def test_in_cluster_prometheus_keeps_its_data_on_the_encrypted_gp3_volume() -> N
     spec = values["prometheus"]["prometheusSpec"]
     claim = spec["storageSpec"]["volumeClaimTemplate"]["spec"]
     assert claim == {
-        "storageClassName": STORAGE_CLASS,
+        "storageClassName": DEFAULT_STORAGE_CLASS,
         "accessModes": ["ReadWriteOnce"],
         "resources": {"requests": {"storage": "200Gi"}},
     }
-    assert STORAGE_CLASS == "gp3-encrypted"
+    # The claim goes with the StatefulSet: a claim left behind keeps an EBS volume billing after destroy.
+    assert spec["persistentVolumeClaimRetentionPolicy"] == {"whenDeleted": "Delete", "whenScaled": "Retain"}
     assert spec["retention"] == "30d"
     assert spec["retentionSize"] == "180GiB"  # the oldest blocks go before the volume fills
     assert values["prometheus"]["agentMode"] is False
@@ -175,3 +196,8 @@ def test_refused_inputs() -> None:
         stack_values(
             config, cluster_name="c", region="r", system_node_selector={}, workspace_endpoint=ENDPOINT
         )
+    in_cluster = ObservabilityConfig.model_validate({"backend": "inCluster"})
+    with pytest.raises(ValueError, match="storage_class is required for the inCluster backend"):
+        stack_values(in_cluster, **kwargs)
+    with pytest.raises(ValueError, match="storage_class is required for the inCluster backend and only"):
+        stack_values(config, **kwargs, storage_class=DEFAULT_STORAGE_CLASS, workspace_endpoint=ENDPOINT)

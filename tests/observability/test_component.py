@@ -1,7 +1,6 @@
 """What the stacks declare for observability: prod's managed backend, an inCluster stack, dev without any."""
 
 import json
-from functools import cache
 from typing import Any
 
 import yaml
@@ -11,7 +10,8 @@ from components.observability.chart_values import GRAFANA_SERVICE_ACCOUNT, PROME
 from components.observability.dashboards import DASHBOARD_LABEL, queries
 from components.observability.iam import QUERY_ACTIONS, REMOTE_WRITE_ACTIONS
 from synth.runner import ProgramRun
-from tests.helpers import run
+from tests.helpers import closure
+from tests.observability.helpers import in_cluster_stack
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 CONFIGMAP = "kubernetes:core/v1:ConfigMap"
@@ -23,12 +23,6 @@ FIVE_ALERTS = {
     "KarpenterInterruptionMessagesDelayed",
     "KarpenterControllerDown",
 }
-POOL: dict[str, Any] = {"name": "gpu-a", "instanceFamilies": ["g6"], "limits": {"nvidia.com/gpu": "8"}}
-
-
-@cache
-def in_cluster() -> ProgramRun:
-    return run(nodePools=[POOL], observability={"backend": "inCluster"})
 
 
 def _release(stack: ProgramRun, name: str) -> Any:
@@ -121,15 +115,27 @@ def test_managed_identities_can_only_write_and_query_this_workspace(prod: Progra
 
 
 def test_in_cluster_backend_rules_and_storage() -> None:
-    stack = in_cluster()
+    stack = in_cluster_stack()
     assert stack.of_type("aws:amp/workspace:Workspace") == []
     rule = stack.one(RULE)
     assert rule.inputs["metadata"] == {"name": "gpu-eks", "namespace": "monitoring"}
     crd = _release(stack, "observability-crds")
     assert crd.urn in rule.dependencies
     assert set(_rules(rule.inputs["spec"]["groups"])) >= FIVE_ALERTS
-    spec = _release(stack, "observability").inputs["values"]["prometheus"]["prometheusSpec"]
-    assert spec["storageSpec"]["volumeClaimTemplate"]["spec"]["storageClassName"] == "gp3-encrypted"
+    release = _release(stack, "observability")
+    spec = release.inputs["values"]["prometheus"]["prometheusSpec"]
+    storage_class = stack.one("kubernetes:storage.k8s.io/v1:StorageClass")
+    assert (
+        spec["storageSpec"]["volumeClaimTemplate"]["spec"]["storageClassName"]
+        == (storage_class.inputs["metadata"]["name"])
+    )
+    # Created after the StorageClass and its EBS CSI driver; on destroy the release, whose StatefulSet owns
+    # the claim, goes first, while the driver can still delete the volume.
+    assert storage_class.urn in release.dependencies
+    ebs_csi = next(
+        a for a in stack.of_type("aws:eks/addon:Addon") if a.inputs["addonName"] == "aws-ebs-csi-driver"
+    )
+    assert ebs_csi.urn in closure(stack, release.urn)
 
 
 def test_monitoring_output_tells_how_to_reach_the_dashboards(prod: ProgramRun, dev: ProgramRun) -> None:
@@ -145,7 +151,7 @@ def test_monitoring_output_tells_how_to_reach_the_dashboards(prod: ProgramRun, d
         == "kubectl -n monitoring port-forward svc/kube-prometheus-stack-grafana 3000:80"
     )
     assert managed.prometheus_url is None
-    local = contract.StackOutputs.model_validate(in_cluster().outputs).monitoring
+    local = contract.StackOutputs.model_validate(in_cluster_stack().outputs).monitoring
     assert local is not None
     assert local.backend == "inCluster"
     assert local.prometheus_url == "http://kube-prometheus-stack-prometheus.monitoring.svc:9090"

@@ -3,7 +3,7 @@
 import json
 
 from components.observability.dashboards import dashboard_json, dashboards, pool_panels, queries, uid
-from tests.observability.helpers import POOLS, all_dashboards
+from tests.observability.helpers import POOLS, all_dashboards, targets
 
 
 def test_one_dashboard_per_pool_and_an_overview() -> None:
@@ -29,6 +29,7 @@ def test_pool_dashboard_answers_the_questions_of_the_issue() -> None:
         "NodeClaims launched and terminated (per hour)",
         "Launch to ready",
         "Interruptions (per hour)",
+        "Stuck GPU nodes (GPU node guard)",
         "Usage against the pool's limits",
         "Estimated hourly cost",
         "Nodes by instance type",
@@ -45,9 +46,7 @@ def test_uids_fit_grafana_and_stay_stable() -> None:
     assert len(uid(name)) <= 40
     assert uid(name) == uid(name)
     assert uid(name) != uid(f"gpu-eks-pool-{'q' * 63}")
-    board = dashboards([long_pool], datasource_type="prometheus", karpenter_namespace="k", karpenter_job="k")[
-        name
-    ]
+    board = dashboards(targets(gpu_pools=[long_pool]), datasource_type="prometheus")[name]
     assert board["uid"] == uid(name)
 
 

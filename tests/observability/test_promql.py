@@ -3,7 +3,15 @@ metrics the pinned DCGM exporter, Karpenter 1.14, kube-state-metrics v2.20.0 or 
 
 import pytest
 
-from facts.metrics import dcgm_exporter_metrics, exporter_of, karpenter_metrics, kube_state_metrics
+from components.gpu_node_guard.guard import METRICS as GUARD_METRICS
+from components.gpu_node_guard.guard import Metrics
+from facts.metrics import (
+    GPU_NODE_GUARD_METRICS,
+    dcgm_exporter_metrics,
+    exporter_of,
+    karpenter_metrics,
+    kube_state_metrics,
+)
 from tests.observability.helpers import every_expression, selected_metrics, unknown_metrics
 
 EXPRESSIONS = list(every_expression())
@@ -20,7 +28,7 @@ def test_expression_parses_and_uses_exported_metrics(where: str, expr: str) -> N
 def test_every_exporter_is_used() -> None:
     """The dashboards and alerts draw on each source (a renamed metric would silently empty a panel)."""
     used = {exporter_of(name) for _, expr in EXPRESSIONS for name in selected_metrics(expr)}
-    assert used == {"dcgm-exporter", "karpenter", "kube-state-metrics", "prometheus"}
+    assert used == {"dcgm-exporter", "karpenter", "kube-state-metrics", "gpu-node-guard", "prometheus"}
 
 
 def test_the_check_catches_what_the_exporters_do_not_export() -> None:
@@ -37,6 +45,15 @@ def test_the_check_catches_what_the_exporters_do_not_export() -> None:
     assert unknown_metrics("kube_pod_container_resource_request") == ["kube_pod_container_resource_request"]
     with pytest.raises(ValueError, match="unclosed left parenthesis"):
         selected_metrics("sum(rate(karpenter_nodes_allocatable[5m])")
+
+
+def test_the_gpu_node_guard_metrics_are_what_the_guard_serves() -> None:
+    """The guard ships alone in a ConfigMap (standard library only), so facts/metrics.py lists its names
+    again; they must stay the names `/metrics` renders."""
+    assert set(GUARD_METRICS) == GPU_NODE_GUARD_METRICS
+    rendered = Metrics().render(["gpu-a"])
+    served = {line.split("{")[0].split(" ")[0] for line in rendered.splitlines() if not line.startswith("#")}
+    assert served == GPU_NODE_GUARD_METRICS
 
 
 def test_vendored_metric_lists_hold_what_they_claim() -> None:

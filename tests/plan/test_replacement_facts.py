@@ -12,7 +12,7 @@ from facts.replacement import REPLACEMENT, Replacement
 from synth.runner import ProgramRun, stacks
 from tests.conftest import stack_run
 from tests.helpers import run
-from tests.observability.test_component import in_cluster
+from tests.observability.helpers import in_cluster_stack
 
 COMING = [
     # Issue 10's other half: API endpoint rules, control-plane log group, EBS CSI storage class.
@@ -41,7 +41,7 @@ def _variants() -> list[ProgramRun]:
     return [
         run(karpenter={"identity": "irsa", "interruptionHandling": False}),
         run(nodePools=[{"name": "cpu", "kind": "cpu", "capacityTypes": ["spot"], "limits": {"cpu": "64"}}]),
-        in_cluster(),
+        in_cluster_stack(),
     ]
 
 
