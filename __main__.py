@@ -7,11 +7,15 @@ import contract
 from components.cluster import Cluster
 from components.efa_device_plugin import EfaDevicePlugin
 from components.gpu_node_guard import GpuNodeGuard
+from components.gpu_node_guard.manifests import METRICS_JOB as GUARD_METRICS_JOB
 from components.gpu_operator import GpuOperator
+from components.karpenter.chart_values import CONTROLLER_CHART_NAME
 from components.karpenter.component import Karpenter
 from components.network import Network
 from components.node_overlays import NodeOverlays
 from components.node_pools import NodePools, pool_contract
+from components.observability.component import Observability
+from components.observability.queries import Targets
 from components.smoke_test import SmokeTest
 from components.storage import BlockStorage
 from config.stack import load_stack_config
@@ -46,13 +50,41 @@ cluster = Cluster(
     tags=tags,
     profile=config.profile,
 )
-BlockStorage(
+storage = BlockStorage(
     "storage",
     cluster=cluster,
     version=config.cluster.addons.ebs_csi_driver.version,
     partition=config.partition,
     tags=tags,
 )
+# Before Karpenter, the GPU Operator and the GPU node guard: their ServiceMonitors need the Prometheus
+# Operator CRDs first.
+observability = (
+    Observability(
+        "observability",
+        config=config.observability,
+        cluster=cluster,
+        cluster_name=config.cluster.name,
+        region=config.region,
+        targets=Targets(
+            gpu_pools=tuple(p.name for p in config.gpu_pools),
+            gpu_operator_namespace=config.gpu_operator.namespace,
+            gpu_node_guard_namespace=config.gpu_node_guard.namespace,
+            gpu_node_guard_job=GUARD_METRICS_JOB,
+            karpenter_namespace=config.karpenter.namespace,
+            # The ServiceMonitor's job is the controller Service's name, the release name (the chart's
+            # fullname).
+            karpenter_job=CONTROLLER_CHART_NAME,
+            interruption_handling=config.karpenter.interruption_handling,
+        ),
+        protect=config.cluster.protect,
+        tags=tags,
+        storage_class=storage.storage_class,
+    )
+    if config.observability.enabled
+    else None
+)
+monitoring_crds = observability.crd_release if observability else None
 karpenter = Karpenter(
     "karpenter",
     config=config.karpenter,
@@ -62,6 +94,7 @@ karpenter = Karpenter(
     partition=config.partition,
     tags=tags,
     subnet_discovery=network.discovery,
+    monitoring_crds=monitoring_crds,
 )
 gpu_operator = GpuOperator(
     "gpu-operator",
@@ -69,6 +102,7 @@ gpu_operator = GpuOperator(
     pools=[pool.gpu_profile() for pool in config.gpu_pools],
     kubernetes_version=config.cluster.kubernetes_version,
     cluster=cluster,
+    monitoring_crds=monitoring_crds,
 )
 if config.efa_pools:
     # Advertises vpc.amazonaws.com/efa on the EFA pools' nodes; without it EFA pods stay Pending.
@@ -84,6 +118,7 @@ if config.gpu_pools:
         pools=config.gpu_pools,
         provider=cluster.provider,
         depends_on=[karpenter.crd_release],
+        monitoring_crds=monitoring_crds,
     )
 # After the CRDs and the controller (which waits for the node role's access entry): created last, and on
 # `pulumi destroy` deleted first, while Karpenter can still terminate the instances it launched.
@@ -137,5 +172,6 @@ contract.export(
         ],
         "gpuToleration": contract.GPU_TOLERATION.model_dump(mode="json", by_alias=True, exclude_none=True),
         "gpuOperatorNamespace": gpu_operator.namespace,
+        "monitoring": observability.contract() if observability else None,
     }
 )

@@ -48,8 +48,12 @@ class GpuOperator(pulumi.ComponentResource):
         pools: Sequence[GpuPoolProfile],
         kubernetes_version: str,
         cluster: Cluster,
+        monitoring_crds: pulumi.Resource | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
+        """`monitoring_crds`: the release of the Prometheus Operator CRDs, when an observability backend
+        scrapes the cluster; the DCGM exporter's ServiceMonitor is then created (unless the config opts out)
+        and the release waits for the CRDs (the operator cannot create a ServiceMonitor before them)."""
         super().__init__("gpu-eks:gpu_operator:GpuOperator", name, None, opts)
         try:
             values = gpu_operator_values(
@@ -57,6 +61,7 @@ class GpuOperator(pulumi.ComponentResource):
                 kubernetes_version=kubernetes_version,
                 config=config,
                 system_node_selector=SYSTEM_NODE_SELECTOR,
+                scraped=monitoring_crds is not None,
             )
         except GpuOperatorValuesError as exc:
             # The config layer runs the same checks before anything is registered; reaching this is a bug
@@ -111,7 +116,7 @@ class GpuOperator(pulumi.ComponentResource):
                 # nodes Helm's wait can only time out. Nothing of Karpenter's is needed: GPU nodes it
                 # launches before the operator is ready just wait for the device plugin (Karpenter does not
                 # consolidate a node before nvidia.com/gpu is allocatable), so the two install in parallel.
-                depends_on=[cluster.system_node_group],
+                depends_on=[cluster.system_node_group, *([monitoring_crds] if monitoring_crds else [])],
             ),
         )
 

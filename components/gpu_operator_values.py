@@ -50,6 +50,7 @@ __all__ = [
     "CHART_NFD_MASTER_TOLERATIONS",
     "CHART_NFD_WORKER_TOLERATIONS",
     "CHART_OPERATOR_TOLERATIONS",
+    "DCGM_NODE_RELABELING",
     "DEPLOY_OPERANDS_LABEL",
     "DEVICE_PLUGIN_CONFIGMAP",
     "DEVICE_PLUGIN_CONFIG_LABEL",
@@ -106,6 +107,14 @@ DEVICE_PLUGIN_DEFAULT_CONFIG = "default"
 """Entry used by nodes without `nvidia.com/device-plugin.config`: plain GPUs, no sharing."""
 MIG_PARTED_CONFIGMAP = "gpu-eks-mig-parted-config"
 """ConfigMap the chart creates with the custom mig-parted configs (only with `mig.config` set)."""
+
+DCGM_NODE_RELABELING: Mapping[str, Any] = {
+    "sourceLabels": ["__meta_kubernetes_pod_node_name"],
+    "targetLabel": "node",
+    "action": "replace",
+}
+"""Relabeling of the DCGM exporter's ServiceMonitor: the exporter's own labels name the GPU, not the node
+it is on, and a ServiceMonitor adds no `node` label; this one adds the node name of the exporter pod."""
 
 _CONTROL_PLANE_TOLERATION = {
     "key": "node-role.kubernetes.io/control-plane",
@@ -444,6 +453,7 @@ def gpu_operator_values(
     config: GpuOperatorConfig,
     system_node_selector: Mapping[str, str],
     system_tolerations: Sequence[Mapping[str, Any]] = (),
+    scraped: bool = False,
 ) -> dict[str, Any]:
     """Helm values of the `gpu-operator` chart (v26.7 series) for a cluster with these GPU pools.
 
@@ -457,7 +467,9 @@ def gpu_operator_values(
     * CDI on only if the operator's device plugin serves some pool and Kubernetes >= 1.32. GPU pods of AL2023
       pools get their GPUs through CDI, since the nodes ignore `NVIDIA_VISIBLE_DEVICES` from unprivileged pods
       (`components.node_user_data`).
-    * DCGM exporter and its ServiceMonitor as `config.dcgmExporter` says.
+    * DCGM exporter as `config.dcgmExporter` says; its ServiceMonitor too, or, when that is unset, exactly
+      when `scraped` (a Prometheus Operator scrapes the cluster). The ServiceMonitor labels every series
+      with the `node` it comes from (`DCGM_NODE_RELABELING`), which the dashboards and alerts join on.
     * Device plugin config: whenever the operator's device plugin runs, a ConfigMap with a `default` entry and
       a `time-slicing-<N>` entry for every N of `TIME_SLICING_REPLICAS`, selected by the node label from
       `pool_node_labels`; independent of the pools, so no change of a pool removes an entry nodes still use.
@@ -482,6 +494,7 @@ def gpu_operator_values(
 
     operator_plugin = not pools or any(p.ami_family == "al2023" for p in pools)
     dcgm = config.dcgm_exporter
+    service_monitor = dcgm.enabled and (dcgm.service_monitor if dcgm.service_monitor is not None else scraped)
 
     mig_manager: dict[str, Any] = {"enabled": operator_plugin}
     if operator_plugin:
@@ -524,7 +537,9 @@ def gpu_operator_values(
         "migManager": mig_manager,
         "dcgmExporter": {
             "enabled": dcgm.enabled,
-            "serviceMonitor": {"enabled": dcgm.enabled and dcgm.service_monitor},
+            "serviceMonitor": {"enabled": True, "relabelings": [dict(DCGM_NODE_RELABELING)]}
+            if service_monitor
+            else {"enabled": False},
         },
         "node-feature-discovery": {
             "worker": {"tolerations": nfd_worker_tolerations(pools)},

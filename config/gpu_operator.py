@@ -41,9 +41,10 @@ class DcgmExporterConfig(ConfigModel):
 
     enabled: bool = True
     """Run the DCGM exporter on every GPU node."""
-    service_monitor: bool = False
-    """Create a `ServiceMonitor` for it. Only with the Prometheus Operator CRDs installed in the cluster:
-    without them the operator fails to create it (the chart's own default is `true`)."""
+    service_monitor: bool | None = None
+    """Create a `ServiceMonitor` for it. Unset: exactly when `observability.backend` is not `none` (which
+    installs the Prometheus Operator CRDs the ServiceMonitor needs). `false` opts out; `true` without a
+    backend is refused (the operator cannot create a ServiceMonitor without those CRDs)."""
 
     @model_validator(mode="after")
     def _monitor_needs_exporter(self) -> Self:

@@ -36,6 +36,7 @@ from config.gpu_operator import GpuOperatorConfig
 from config.karpenter import KarpenterConfig
 from config.network import NetworkConfig
 from config.node_pools import GpuUnits, NodePoolConfig
+from config.observability import ObservabilityConfig
 from config.smoke_test import SmokeTestConfig
 from config.types import AwsProfile, AwsRegion
 from facts.aws_provider import provider_config_keys
@@ -71,6 +72,9 @@ class StackConfig(ConfigModel):
     gpu_node_guard: GpuNodeGuardConfig = GpuNodeGuardConfig()
     """The GPU node guard, installed with any GPU pool: lifts the MIG pools' startup taint once the GPUs are
     partitioned, and deletes GPU NodeClaims that never initialize."""
+    observability: ObservabilityConfig = ObservabilityConfig()
+    """Metrics, dashboards and alerts for the GPU pools and Karpenter: none, in the cluster, or Amazon
+    Managed Service for Prometheus."""
 
     @property
     def gpu_pools(self) -> tuple[NodePoolConfig, ...]:
@@ -380,12 +384,33 @@ def _gpu_operator_problems(config: StackConfig) -> list[ConfigProblem]:
     ]
 
 
+def _observability_problems(config: StackConfig) -> list[ConfigProblem]:
+    """The section's own cross-key checks, and the DCGM exporter's ServiceMonitor, which needs the Prometheus
+    Operator CRDs that only an observability backend installs."""
+    problems = [
+        ConfigProblem(config_key(("observability", *path)), message, value, True)
+        for path, message, value in config.observability.problems()
+    ]
+    if config.gpu_operator.dcgm_exporter.service_monitor and not config.observability.enabled:
+        problems.append(
+            ConfigProblem(
+                f"{PROJECT}:gpuOperator.dcgmExporter.serviceMonitor",
+                "needs the Prometheus Operator CRDs, which only an observability backend installs: set "
+                "gpu-eks:observability.backend to inCluster or managed, or leave serviceMonitor unset",
+                True,
+                True,
+            )
+        )
+    return problems
+
+
 def _cross_section_problems(config: StackConfig) -> list[ConfigProblem]:
     """Checks that span sections; each names the key to change."""
     return (
         _cluster_problems(config)
         + _karpenter_replicas_problems(config)
         + _gpu_operator_problems(config)
+        + _observability_problems(config)
         + _node_pool_problems(config)
         + _smoke_test_problems(config)
     )

@@ -68,6 +68,24 @@ class GpuPool(_Contract):
     """MIG configuration of the pool's GPUs, else None."""
 
 
+class Monitoring(_Contract):
+    """Where the stack's metrics and dashboards are (present when `observability.backend` is not `none`)."""
+
+    backend: Literal["inCluster", "managed"]
+    namespace: str
+    """Namespace of the monitoring stack."""
+    grafana_service: str
+    """Grafana's Service as `<namespace>/<name>:<port>` (ClusterIP: reach it with `grafana_port_forward`)."""
+    grafana_port_forward: str
+    """The command that opens Grafana on http://localhost:3000 (admin password: see the README)."""
+    prometheus_url: str | None = None
+    """In-cluster URL of the Prometheus server (`inCluster`)."""
+    amp_workspace_id: str | None = None
+    """The Amazon Managed Service for Prometheus workspace (`managed`)."""
+    amp_query_endpoint: str | None = None
+    """The workspace's Prometheus query API (`managed`): SigV4-signed requests with `aps:QueryMetrics`."""
+
+
 class StackOutputs(_Contract):
     """Every output of a gpu-eks stack."""
 
@@ -98,6 +116,8 @@ class StackOutputs(_Contract):
     gpu_toleration: Toleration
     """The toleration a GPU workload needs for the default GPU taint (`nvidia.com/gpu`, any value)."""
     gpu_operator_namespace: str
+    monitoring: Monitoring | None = None
+    """Metrics and dashboards, None without an observability backend."""
 
 
 OUTPUT_NAMES: tuple[str, ...] = tuple(f.alias or n for n, f in StackOutputs.model_fields.items())

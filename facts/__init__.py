@@ -15,6 +15,9 @@
 - `facts.al2023_nvidia`: the EKS AL2023 NVIDIA AMI's container runtime and user-data ordering.
 - `facts.bottlerocket`: where the Bottlerocket NVIDIA variants keep nvidia-smi; their runtime default.
 - `facts.replacement`: per resource type, which changes make its provider replace it (read by `synth.plan`).
+- `facts.metrics`: metric names the DCGM exporter, Karpenter 1.14, kube-state-metrics and the GPU node guard
+  really export.
+- `facts.prometheus_stack`: pins of kube-prometheus-stack and the Prometheus Operator CRD chart.
 
 Nothing here imports from `config/` or `components/`.
 """

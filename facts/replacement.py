@@ -319,6 +319,14 @@ REPLACEMENT: Final[dict[str, Replacement]] = {
         unordered=("managedPolicyArns", "inlinePolicies"),
         identity=("name",),
     ),
+    "aws:iam/rolePolicy:RolePolicy": Replacement(
+        source=_tf("iam/role_policy.go", "02f97af85f89a04e8ed89f5e8b64a9a67f3cfe07"),
+        # The policy document updates in place (PutRolePolicy).
+        forces_new=("name", "namePrefix", "role"),
+        # A create-first replacement puts the same role and name (a no-op), then the old one's delete removes
+        # the policy; an auto-named policy (no `name` input) gets a new name instead.
+        identity=("role", "name"),
+    ),
     "aws:iam/rolePolicyAttachment:RolePolicyAttachment": Replacement(
         source=_tf("iam/role_policy_attachment.go", "04c79849dbe7fbe76c3054b364357bcdaade9ac5"),
         forces_new=("role", "policyArn"),
@@ -402,6 +410,12 @@ REPLACEMENT: Final[dict[str, Replacement]] = {
         note="custom resource; the EC2NodeClass CRD of v1.14.1 has no transition (oldSelf) rules"
     ),
     "kubernetes:karpenter.sh/v1alpha1:NodeOverlay": _k8s(note="custom resource"),
+    "kubernetes:monitoring.coreos.com/v1:PrometheusRule": _k8s(
+        note="custom resource; the Prometheus Operator v0.93.1 CRD has no x-kubernetes-validations"
+    ),
+    "kubernetes:monitoring.coreos.com/v1:ServiceMonitor": _k8s(
+        note="custom resource; the Prometheus Operator v0.93.1 CRD has no x-kubernetes-validations"
+    ),
 }
 """Replacement facts by Pulumi type token."""
 

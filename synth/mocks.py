@@ -254,6 +254,40 @@ class AwsMocks(pulumi.runtime.Mocks):
         state["targetId"] = target_id
         return f"{state.get('rule')}-{target_id}", state
 
+    def _aws_amp_workspace_Workspace(self, args: Any, state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        # id: the workspace id `ws-<uuid>` (terraform-provider-aws amp/workspace.go sets the id to it; AMP API
+        # reference, RemoteWrite's sample `/workspaces/ws-b226cc2a-a446-46a9-933a-ac50479a5568/...`); `arn`
+        # `arn:<partition>:aps:<region>:<account>:workspace/<id>` (pulumi_aws/amp/workspace.py `arn`);
+        # `prometheusEndpoint` `https://aps-workspaces.<region>.<dns suffix>/workspaces/<id>/`, with the
+        # trailing slash that `api/v1/remote_write` and `api/v1/query` are appended to
+        # (pulumi_aws/amp/workspace.py `prometheus_endpoint`; the remote-write URL pattern of the EMR
+        # Serverless API's PrometheusMonitoringConfiguration, `https://aps-workspaces.<region>.amazonaws
+        # (.<tld>)+/workspaces/<id>/api/v1/remote_write`).
+        workspace_id = f"ws-{_uuid(args.typ, args.name)}"
+        state.update(
+            arn=self._arn("aps", f"workspace/{workspace_id}"),
+            prometheusEndpoint=f"https://aps-workspaces.{self.region}.{self.dns_suffix}/workspaces/{workspace_id}/",
+        )
+        return workspace_id, state
+
+    def _aws_amp_ruleGroupNamespace_RuleGroupNamespace(
+        self, args: Any, state: dict[str, Any]
+    ) -> tuple[str, dict[str, Any]]:
+        # id: the ARN `arn:<partition>:aps:<region>:<account>:rulegroupsnamespace/<workspace id>/<name>`
+        # (terraform-provider-aws amp/rule_group_namespace.go sets the id to the ARN; pulumi_aws/amp/
+        # rule_group_namespace.py `arn`).
+        arn = self._arn("aps", f"rulegroupsnamespace/{state.get('workspaceId')}/{state.get('name')}")
+        state["arn"] = arn
+        return arn, state
+
+    def _aws_iam_rolePolicy_RolePolicy(self, args: Any, state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        # id `<role name>:<policy name>` (terraform-provider-aws iam/role_policy.go, resourceRolePolicyPut);
+        # `name` as given or auto-named (pulumi_aws/iam/role_policy.py `name`: "If omitted, the provider will
+        # assign a random, unique name").
+        name = self._physical_name(args)
+        state["name"] = name
+        return f"{state.get('role')}:{name}", state
+
     def _eks_index_Cluster(self, args: Any, state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         """pulumi-eks' Cluster is a remote component: its outputs are exactly what it would report
         (nodejs/eks/cluster/cluster.ts @ccf53f17, `createCluster` and `generateKubeconfig`)."""

@@ -44,6 +44,12 @@ CRITICAL_REPLACEMENTS = (
 )
 """Replacing one of these takes down the control plane, the system nodes, an identity or the interruption
 queue for a while: always worth a reviewer's explicit look."""
+CRD_CHARTS = {
+    "karpenter-crd": "NodePool, NodeClaim, EC2NodeClass and NodeOverlay",
+    "prometheus-operator-crds": "ServiceMonitor, PodMonitor, PrometheusRule and other Prometheus Operator",
+}
+"""Charts (last path segment of `chart`) whose release holds CRDs, and the kinds they define: deleting the
+release deletes the CRDs, and the API server then deletes every object of those kinds in the cluster."""
 
 _MISSING = object()
 
@@ -435,6 +441,14 @@ def _with_order(step: Step, old: Resource, new: Resource) -> Step:
 
 def _deletion_findings(old: Resource, step: Step) -> list[Finding]:
     findings = _karpenter_findings(step)
+    chart = str(old.inputs.get("chart", "")).rsplit("/", 1)[-1]
+    if step.type == "kubernetes:helm.sh/v3:Release" and chart in CRD_CHARTS:
+        findings.append(
+            Finding(
+                f"delete {step.type} {step.name}: deleting the {chart} release deletes its CRDs, and with "
+                f"them every {CRD_CHARTS[chart]} object in the cluster, also those this stack did not declare"
+            )
+        )
     if old.protect:
         findings.append(
             Finding(

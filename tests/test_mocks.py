@@ -241,6 +241,55 @@ def test_pod_identity_association_ids() -> None:
     )
 
 
+@pytest.mark.parametrize("mocks", [US, CN], ids=["aws", "aws-cn"])
+def test_amp_workspace_id_arn_and_endpoint(mocks: AwsMocks) -> None:
+    """terraform-provider-aws amp/workspace.go: the id is the workspace id (`ws-<uuid>`, as in the AMP API
+    reference's RemoteWrite sample); pulumi_aws/amp/workspace.py `arn` and `prometheus_endpoint`, which the
+    program appends `api/v1/remote_write` and `api/v1/query` to: `https://aps-workspaces.<region>.<dns
+    suffix>/workspaces/<id>/` (the remote-write URL pattern of the EMR Serverless API)."""
+    workspace_id, state = resource(mocks, "aws:amp/workspace:Workspace", "observability", alias="ml-prod")
+    assert re.fullmatch(r"ws-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", str(workspace_id))
+    assert state["arn"] == f"arn:{mocks.partition}:aps:{mocks.region}:{ACCOUNT_ID}:workspace/{workspace_id}"
+    endpoint = state["prometheusEndpoint"]
+    assert endpoint == f"https://aps-workspaces.{mocks.region}.{mocks.dns_suffix}/workspaces/{workspace_id}/"
+    assert re.fullmatch(
+        r"https://aps-workspaces\.([a-z]{2}-[a-z-]{1,20}-[1-9])\.amazonaws(\.[0-9A-Za-z]{2,4})+/workspaces/"
+        r"[-_.0-9A-Za-z]{1,100}/api/v1/remote_write",
+        f"{endpoint}api/v1/remote_write",
+    )
+
+
+def test_amp_rule_group_namespace_id_is_its_arn() -> None:
+    """terraform-provider-aws amp/rule_group_namespace.go sets the id to the ARN (`CreateRuleGroupsNamespace`
+    output); pulumi_aws/amp/rule_group_namespace.py `arn`."""
+    namespace_id, state = resource(
+        US,
+        "aws:amp/ruleGroupNamespace:RuleGroupNamespace",
+        "observability",
+        name="gpu-eks",
+        workspaceId="ws-b226cc2a-a446-46a9-933a-ac50479a5568",
+    )
+    assert (
+        namespace_id
+        == state["arn"]
+        == (
+            f"arn:aws:aps:us-west-2:{ACCOUNT_ID}:rulegroupsnamespace/ws-b226cc2a-a446-46a9-933a-ac50479a5568/gpu-eks"
+        )
+    )
+
+
+def test_role_policy_id_is_role_and_name() -> None:
+    """terraform-provider-aws iam/role_policy.go: id `<role name>:<policy name>`; pulumi_aws/iam/
+    role_policy.py `name` ("If omitted, the provider will assign a random, unique name")."""
+    policy_id, state = resource(
+        US, "aws:iam/rolePolicy:RolePolicy", "observability-grafana", role="ml-prod-monitoring-grafana"
+    )
+    assert re.fullmatch(r"observability-grafana-[0-9a-f]{7}", state["name"])
+    assert policy_id == f"ml-prod-monitoring-grafana:{state['name']}"
+    named_id, named = resource(US, "aws:iam/rolePolicy:RolePolicy", "p", role="r", name="query")
+    assert (named_id, named["name"]) == ("r:query", "query")
+
+
 def test_helm_release_status_is_a_release_status() -> None:
     """pulumi_kubernetes/helm/v3/outputs.py ReleaseStatus: app_version, chart, name, namespace, revision,
     status, version; a successful release is `deployed`."""

@@ -547,3 +547,85 @@ def test_a_role_of_another_partition_than_the_region_is_refused(cluster: dict[st
     assert line.startswith(f"gpu-eks:cluster.{key} = 'arn:aws"), line
     assert "but aws:region cn-north-1 is in aws-cn: roles never cross partitions" in line
     assert "use a role ARN of the form arn:aws-cn:iam::<account>:role/<name>" in line
+
+
+# --- the keys of issue 13 (observability) ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("sections", "expected"),
+    [
+        (
+            {"observability": {"backend": False}},
+            "gpu-eks:observability.backend = False: must be 'none', 'inCluster' or 'managed' (an unquoted "
+            "off in YAML reads as false: write none)",
+        ),
+        (
+            {"observability": {"backend": "prometheus"}},
+            "gpu-eks:observability.backend = 'prometheus': must be 'none', 'inCluster' or 'managed'",
+        ),
+        (
+            {"observability": {"prometheus": {"retention": "15 days"}}},
+            "gpu-eks:observability.prometheus.retention = '15 days': must be a Prometheus retention such as "
+            "12h, 15d or 8w",
+        ),
+        (
+            {"observability": {"prometheus": {"storageGib": "100Gi"}}},
+            "gpu-eks:observability.prometheus.storageGib = '100Gi': must be a whole number",
+        ),
+        (
+            {"observability": {"prometheus": {"memory": "4 GB"}}},
+            "gpu-eks:observability.prometheus.memory = '4 GB': must be a Kubernetes quantity such as",
+        ),
+        (
+            {"observability": {"backend": "managed", "prometheus": {"storageGib": 500}}},
+            "gpu-eks:observability.prometheus.storageGib = 500: applies to the inCluster backend only: with "
+            "backend managed the workspace keeps the samples (150 days) and the in-cluster agent only its "
+            "write-ahead log; remove it",
+        ),
+        (
+            {"observability": {"backend": "managed", "prometheus": {"retention": "30d"}}},
+            "gpu-eks:observability.prometheus.retention = '30d': applies to the inCluster backend only",
+        ),
+        (
+            {"observability": {"grafana": True}},
+            "gpu-eks:observability.grafana = True: unknown key; accepted keys: backend, namespace, "
+            "prometheus, timeoutSeconds",
+        ),
+        (
+            {"observability": {"timeoutSecond": 900}},
+            "gpu-eks:observability.timeoutSecond = 900: unknown key, did you mean timeoutSeconds?",
+        ),
+        (
+            {"observability": {"namespace": "Monitoring"}},
+            "gpu-eks:observability.namespace = 'Monitoring': must be a DNS-1123 label",
+        ),
+        (
+            {"observability": "managed"},
+            "gpu-eks:observability = 'managed': must be a mapping (key: value) with keys such as backend",
+        ),
+        (
+            {"nodePools": [GPU_POOL], "gpuOperator": {"dcgmExporter": {"serviceMonitor": True}}},
+            "gpu-eks:gpuOperator.dcgmExporter.serviceMonitor = True: needs the Prometheus Operator CRDs, "
+            "which only an observability backend installs: set gpu-eks:observability.backend to inCluster "
+            "or managed, or leave serviceMonitor unset",
+        ),
+    ],
+)
+def test_the_observability_keys_are_refused_in_the_words_of_the_stack_file(
+    sections: dict[str, Any], expected: str
+) -> None:
+    line = refused(**sections)
+    assert line.startswith(expected), line
+
+
+def test_a_service_monitor_opt_out_with_a_backend_is_declared() -> None:
+    result = run_program(
+        config(
+            nodePools=[GPU_POOL],
+            gpuOperator={"dcgmExporter": {"serviceMonitor": False}},
+            observability={"backend": "inCluster"},
+        )
+    )
+    release = result.one("kubernetes:helm.sh/v3:Release", "gpu-operator")
+    assert release.inputs["values"]["dcgmExporter"]["serviceMonitor"] == {"enabled": False}

@@ -3,8 +3,10 @@ NodeClaims that never initialize (`guard.py`), deployed on the system nodes.
 
 The objects come from `manifests.manifests` (pure, tested); this component registers them with the cluster's
 provider, after the Karpenter CRDs (the guard lists NodeClaims), so `pulumi destroy` removes it before them.
+With an observability backend its ServiceMonitor comes after the Prometheus Operator CRDs.
 """
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,6 +29,9 @@ _RESOURCES: dict[str, Any] = {
     "NetworkPolicy": k8s.networking.v1.NetworkPolicy,
     "Deployment": k8s.apps.v1.Deployment,
     "Service": k8s.core.v1.Service,
+    "ServiceMonitor": functools.partial(
+        k8s.apiextensions.CustomResource, api_version="monitoring.coreos.com/v1", kind="ServiceMonitor"
+    ),
 }
 _ARGUMENTS = {
     "immutable": "immutable",
@@ -40,7 +45,8 @@ _ARGUMENTS = {
 
 
 class GpuNodeGuard(pulumi.ComponentResource):
-    """Namespace, RBAC, ConfigMap, NetworkPolicy, Deployment and metrics Service of the GPU node guard."""
+    """Namespace, RBAC, ConfigMap, NetworkPolicy, Deployment, metrics Service and ServiceMonitor of the GPU
+    node guard."""
 
     deployment: k8s.apps.v1.Deployment
 
@@ -52,26 +58,35 @@ class GpuNodeGuard(pulumi.ComponentResource):
         pools: Sequence[NodePoolConfig],
         provider: k8s.Provider,
         depends_on: Sequence[pulumi.Resource],
+        monitoring_crds: pulumi.Resource | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        """`depends_on`: the Karpenter CRD release (NodeClaims must be an API before the guard lists them)."""
+        """`depends_on`: the Karpenter CRD release (NodeClaims must be an API before the guard lists them).
+        `monitoring_crds`: the release of the Prometheus Operator CRDs when an observability backend scrapes
+        the cluster; the guard's ServiceMonitor is then declared after it."""
         super().__init__("gpu-eks:gpu_node_guard:GpuNodeGuard", name, None, opts)
         created: list[pulumi.Resource] = []
         namespace: pulumi.Output[str] | None = None
-        for manifest in manifests(pools, config, system_node_selector=SYSTEM_NODE_SELECTOR):
+        for manifest in manifests(
+            pools, config, system_node_selector=SYSTEM_NODE_SELECTOR, scraped=monitoring_crds is not None
+        ):
             kind = manifest["kind"]
             arguments = {_ARGUMENTS[k]: v for k, v in manifest.items() if k in _ARGUMENTS}
             if namespace is not None and manifest["metadata"].get("namespace") == config.namespace:
                 # Through the Namespace's Output: created after it, deleted before it.
                 arguments["metadata"] = {**manifest["metadata"], "namespace": namespace}
+            needs = list(depends_on)
+            if kind == "Deployment":
+                needs += created  # starts after everything it uses (RBAC, ConfigMap) and the CRDs exist
+            if kind == "ServiceMonitor" and monitoring_crds is not None:
+                needs.append(monitoring_crds)
             resource = _RESOURCES[kind](
                 f"{name}-{kind.lower()}" + ("-events" if kind in ("Role", "RoleBinding") else ""),
                 **arguments,
                 opts=pulumi.ResourceOptions(
                     parent=self,
                     provider=provider,
-                    # The Deployment starts after everything it uses (RBAC, ConfigMap) and the CRDs exist.
-                    depends_on=[*depends_on, *created] if kind == "Deployment" else list(depends_on),
+                    depends_on=needs,
                     # Named objects: a replacement (new namespace, selector, roleRef) must delete the old one
                     # first. The ConfigMap is named after its content, so it is created before the old goes.
                     delete_before_replace=kind != "ConfigMap",

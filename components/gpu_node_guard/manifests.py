@@ -1,6 +1,6 @@
 """The GPU node guard's Kubernetes objects (pure; no Pulumi): namespace, identity and RBAC, the ConfigMap with
 the program (`guard.py`) and its settings, its NetworkPolicy, the Deployment on the system nodes, the metrics
-Service."""
+Service, and with an observability backend the ServiceMonitor that scrapes it."""
 
 import hashlib
 import json
@@ -23,6 +23,9 @@ METRICS_PORT = 8080
 METRICS_PORT_NAME = "metrics"
 """Named container and Service port of `/metrics` (Prometheus text format), for a ServiceMonitor or scrape
 config."""
+METRICS_JOB = METRICS_SERVICE
+"""`job` of the guard's series: a ServiceMonitor without `jobLabel` takes the Service's name (the
+ServiceMonitor CRD of Prometheus Operator v0.93.1, `spec.jobLabel`)."""
 EVENT_NAMESPACE = "default"
 """Where the guard records Events about Nodes and NodeClaims (cluster-scoped objects; `kubectl describe` looks
 in `default`)."""
@@ -101,13 +104,29 @@ def _metadata(name: str, namespace: str | None = None, kind: str = "") -> dict[s
     }
 
 
+def service_monitor(namespace: str) -> dict[str, Any]:
+    """The ServiceMonitor of the guard's metrics Service (`/metrics` on the `metrics` port); the NetworkPolicy
+    admits scrapers from any namespace on that port."""
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "ServiceMonitor",
+        "metadata": _metadata(NAME, namespace),
+        "spec": {
+            "selector": {"matchLabels": dict(SELECTOR)},
+            "endpoints": [{"port": METRICS_PORT_NAME, "path": "/metrics"}],
+        },
+    }
+
+
 def manifests(
     pools: Sequence[NodePoolConfig],
     config: GpuNodeGuardConfig,
     *,
     system_node_selector: Mapping[str, str],
+    scraped: bool = False,
 ) -> list[dict[str, Any]]:
-    """Every object of the guard, in creation order."""
+    """Every object of the guard, in creation order; with `scraped` (a Prometheus Operator scrapes the
+    cluster) the ServiceMonitor too."""
     namespace = config.namespace
     data = {"guard.py": SCRIPT.read_text()}
     # The ConfigMap holds only the program, is immutable and named after its content: a new program creates a
@@ -146,7 +165,7 @@ def manifests(
         },
         "volumeMounts": [{"name": "program", "mountPath": MOUNT_PATH, "readOnly": True}],
     }
-    return [
+    objects: list[dict[str, Any]] = [
         {
             "apiVersion": "v1",
             "kind": "Namespace",
@@ -254,3 +273,6 @@ def manifests(
             },
         },
     ]
+    if scraped:
+        objects.append(service_monitor(namespace))
+    return objects

@@ -69,6 +69,7 @@ def controller_values(
     log_level: LogLevel = "info",
     feature_gates: KarpenterFeatureGates | None = None,
     zonal_shift: bool = False,
+    service_monitor: bool = False,
 ) -> dict[str, Any]:
     """Values of the `karpenter` chart.
 
@@ -85,6 +86,9 @@ def controller_values(
     - `cpu`, `memory` -> `controller.resources`, requests equal to limits.
     - `feature_gates` -> `settings.featureGates`, every gate written (defaults: the chart's).
     - `zonal_shift` -> `settings.enableZonalShift`.
+    - `service_monitor` -> `serviceMonitor.enabled`: a ServiceMonitor for the controller's metrics. The
+      chart renders it only when the cluster serves `monitoring.coreos.com/v1` at install time (it checks
+      `.Capabilities.APIVersions`), so the release must wait for the Prometheus Operator CRDs.
     """
     check_cluster_name(cluster_name)
     if queue_name is not None and (not queue_name or any(c in queue_name for c in ":/")):
@@ -126,6 +130,7 @@ def controller_values(
         "tolerations": all_tolerations,
         "logLevel": log_level,
         "controller": {"resources": {"requests": dict(resources), "limits": dict(resources)}},
+        "serviceMonitor": {"enabled": service_monitor},
     }
 
 
@@ -138,6 +143,7 @@ def controller_values_from_config(
     irsa_role_arn: str | None = None,
     node_selector: Mapping[str, str] | None = None,
     tolerations: Sequence[Mapping[str, str]] = (),
+    service_monitor: bool = False,
 ) -> dict[str, Any]:
     """`controller_values` with everything the `gpu-eks:karpenter` section decides taken from `config`.
 
@@ -166,4 +172,5 @@ def controller_values_from_config(
         log_level=config.log_level,
         feature_gates=config.feature_gates,
         zonal_shift=config.zonal_shift,
+        service_monitor=service_monitor,
     )

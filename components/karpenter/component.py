@@ -112,11 +112,14 @@ class Karpenter(pulumi.ComponentResource):
         partition: str,
         tags: dict[str, str],
         subnet_discovery: Sequence[pulumi.Resource] = (),
+        monitoring_crds: pulumi.Resource | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         """`cluster_name` is the configured name of `cluster` (see the module docstring for which is used
         where); `region` and `partition` are the stack's; `subnet_discovery` carries the subnets'
-        `karpenter.sh/discovery` tags (`Network.discovery`)."""
+        `karpenter.sh/discovery` tags (`Network.discovery`). `monitoring_crds`: the release of the Prometheus
+        Operator CRDs when an observability backend scrapes the cluster; the chart's ServiceMonitor is then
+        on and the controller release waits for the CRDs (the chart skips the ServiceMonitor without them)."""
         super().__init__("gpu-eks:karpenter:Karpenter", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         aws_partition = check_partition(partition)
@@ -298,10 +301,12 @@ class Karpenter(pulumi.ComponentResource):
                 queue_name=resolved["queue_name"],
                 irsa_role_arn=resolved["irsa_role_arn"],
                 node_selector=SYSTEM_NODE_SELECTOR,
+                service_monitor=monitoring_crds is not None,
             )
         )
         prerequisites: list[pulumi.Resource] = [
             crd_release,
+            *([monitoring_crds] if monitoring_crds else []),
             identity,
             node_access_entry,
             *interruption,

@@ -23,7 +23,14 @@ GPU_TAINT_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 """Taint effects that keep non-GPU pods off a GPU node (PreferNoSchedule does not)."""
 
 DEFAULT_PRODUCTION_STACKS = ("prod", "production")
-DEFAULT_PINNED_CHARTS = ("karpenter", "karpenter-crd", "gpu-operator", "aws-efa-k8s-device-plugin")
+DEFAULT_PINNED_CHARTS = (
+    "karpenter",
+    "karpenter-crd",
+    "gpu-operator",
+    "aws-efa-k8s-device-plugin",
+    "kube-prometheus-stack",
+    "prometheus-operator-crds",
+)
 PRODUCTION_STACK_TAG = "environment"
 """A stack whose Pulumi stack tag `environment` is `production` is production whatever its name."""
 

@@ -33,6 +33,7 @@ def values(
     operator_config: GpuOperatorConfig | None = None,
     system_node_selector: Mapping[str, str] = SYSTEM_SELECTOR,
     system_tolerations: Sequence[Mapping[str, Any]] = SYSTEM_TOLERATIONS,
+    scraped: bool = False,
 ) -> dict[str, Any]:
     return gpu_operator_values(
         pools,
@@ -40,4 +41,5 @@ def values(
         config=operator_config or GpuOperatorConfig(),
         system_node_selector=system_node_selector,
         system_tolerations=system_tolerations,
+        scraped=scraped,
     )

@@ -58,20 +58,26 @@ def nfd_effective_defaults() -> dict[str, Any]:
     return merged(nfd_values(), chart_values()["node-feature-discovery"])
 
 
-def unknown_keys(values: Mapping[str, Any], defaults: Mapping[str, Any], path: str = "") -> Iterator[str]:
-    """Paths in `values` that the chart's defaults do not have (descending into maps, not into lists)."""
+def unknown_keys(
+    values: Mapping[str, Any],
+    defaults: Mapping[str, Any],
+    path: str = "",
+    free_maps: frozenset[str] = FREE_KEY_MAPS,
+) -> Iterator[str]:
+    """Paths in `values` that the chart's defaults do not have (descending into maps, not into lists, nor
+    into the maps of arbitrary keys named in `free_maps`)."""
     for key, value in values.items():
         here = f"{path}.{key}" if path else str(key)
         if key not in defaults:
             yield here
             continue
-        if key in FREE_KEY_MAPS or not isinstance(value, dict):
+        if key in free_maps or not isinstance(value, dict):
             continue
         default = defaults[key]
         if not isinstance(default, dict):
             yield f"{here} (a map here, but {type(default).__name__} in the chart)"
             continue
-        yield from unknown_keys(value, default, here)
+        yield from unknown_keys(value, default, here, free_maps)
 
 
 def chart_key_problems(values: Mapping[str, Any]) -> list[str]:

@@ -103,8 +103,10 @@ def test_release_waits_for_the_system_nodes_and_nothing_of_karpenter(any_stack: 
         or d.type.startswith("gpu-eks:karpenter")
     ]
     assert karpenter == []
-    # Exactly these: anything else added here is an ordering decision for review.
-    assert set(release.dependencies) == {node_group.urn, namespace.urn}
+    # Exactly these (and the monitoring CRDs the DCGM ServiceMonitor needs, with a backend): anything else
+    # added here is an ordering decision for review.
+    crds = [r.urn for r in any_stack.of_type(RELEASE) if r.name == "observability-crds"]
+    assert set(release.dependencies) == {node_group.urn, namespace.urn, *crds}
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -115,6 +117,7 @@ def test_registered_values_are_the_values_for_the_stacks_pools(stack: str) -> No
         kubernetes_version=config.cluster.kubernetes_version,
         config=config.gpu_operator,
         system_node_selector=SYSTEM_NODE_SELECTOR,
+        scraped=config.observability.enabled,
     )
     assert _values(stack_run(stack)) == expected
 
@@ -163,7 +166,9 @@ def test_operands_for_nvidia_amis_and_controllers_on_system_nodes(stack: str) ->
     assert values["node-feature-discovery"]["gc"]["nodeSelector"] == SYSTEM_NODE_SELECTOR
     major, minor = (int(x) for x in config.cluster.kubernetes_version.split("."))
     assert values["cdi"]["enabled"] is ((major, minor) >= CDI_MIN_KUBERNETES_VERSION)
-    assert values["dcgmExporter"] == {"enabled": True, "serviceMonitor": {"enabled": False}}
+    # The ServiceMonitor follows the stack's observability backend (dev: none; prod: managed).
+    assert values["dcgmExporter"]["enabled"] is True
+    assert values["dcgmExporter"]["serviceMonitor"]["enabled"] is config.observability.enabled
 
 
 def test_dev_time_slicing_has_its_device_plugin_config_entry(dev: ProgramRun) -> None:

@@ -33,7 +33,7 @@ def test_defaults() -> None:
     assert config.namespace == "gpu-operator"
     assert config.driver_mode == "auto"
     assert config.dcgm_exporter.enabled is True
-    assert config.dcgm_exporter.service_monitor is False
+    assert config.dcgm_exporter.service_monitor is None  # follows observability.backend
     assert config.mig.strategy == "single"
     assert config.mig.config is None
     assert config.extra_values == {}

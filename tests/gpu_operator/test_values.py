@@ -7,6 +7,7 @@ import pytest
 import yaml
 
 from components.gpu_operator_values import (
+    DCGM_NODE_RELABELING,
     DEVICE_PLUGIN_CONFIGMAP,
     GpuOperatorValuesError,
     MigNotSupportedError,
@@ -118,16 +119,26 @@ def test_bad_kubernetes_version(version: str) -> None:
         values([pool("al")], kubernetes_version=version)
 
 
+SCRAPED = {"enabled": True, "relabelings": [dict(DCGM_NODE_RELABELING)]}
+
+
 @pytest.mark.parametrize(
-    ("dcgm", "expected"),
+    ("dcgm", "scraped", "expected"),
     [
-        ({}, {"enabled": True, "serviceMonitor": {"enabled": False}}),
-        ({"serviceMonitor": True}, {"enabled": True, "serviceMonitor": {"enabled": True}}),
-        ({"enabled": False}, {"enabled": False, "serviceMonitor": {"enabled": False}}),
+        ({}, False, {"enabled": True, "serviceMonitor": {"enabled": False}}),
+        ({}, True, {"enabled": True, "serviceMonitor": SCRAPED}),
+        ({"serviceMonitor": False}, True, {"enabled": True, "serviceMonitor": {"enabled": False}}),
+        ({"serviceMonitor": True}, True, {"enabled": True, "serviceMonitor": SCRAPED}),
+        ({"enabled": False}, True, {"enabled": False, "serviceMonitor": {"enabled": False}}),
     ],
 )
-def test_dcgm_exporter_and_service_monitor(dcgm: dict[str, bool], expected: dict[str, Any]) -> None:
-    assert values([pool("al")], operator_config=config(dcgmExporter=dcgm))["dcgmExporter"] == expected
+def test_dcgm_exporter_and_service_monitor(
+    dcgm: dict[str, bool], scraped: bool, expected: dict[str, Any]
+) -> None:
+    """The ServiceMonitor follows the observability backend unless the config says otherwise, and labels every
+    series with its node (the dashboards and alerts join DCGM series to pools on it)."""
+    values_ = values([pool("al")], operator_config=config(dcgmExporter=dcgm), scraped=scraped)
+    assert values_["dcgmExporter"] == expected
 
 
 # --- placement of the controllers ------------------------------------------------------------------------

@@ -64,6 +64,7 @@ def _full_values() -> dict[str, Any]:
         log_level="debug",
         feature_gates=KarpenterFeatureGates(node_repair=True, spot_to_spot_consolidation=True),
         zonal_shift=True,
+        service_monitor=True,
     )
 
 
@@ -92,6 +93,7 @@ def test_every_key_path_exists_in_the_chart() -> None:
         "nodeSelector",
         "replicas",
         "serviceAccount",
+        "serviceMonitor",
         "settings",
         "tolerations",
     ]
@@ -245,7 +247,12 @@ def test_values_from_config() -> None:
                 "limits": {"cpu": "1500m", "memory": "3Gi"},
             }
         },
+        "serviceMonitor": {"enabled": False},
     }
+    monitored = controller_values_from_config(
+        config, cluster_name="gpu-eks-prod", queue_name="gpu-eks-prod", service_monitor=True
+    )
+    assert monitored["serviceMonitor"] == {"enabled": True}
 
 
 def test_values_from_irsa_config() -> None:

@@ -57,7 +57,10 @@ def test_unknown_kind_is_refused() -> None:
 @pytest.mark.parametrize(("api_version", "kind"), served())
 def test_every_function_the_rules_call_is_implemented(api_version: str, kind: str) -> None:
     """A CRD bump that brings a new CEL function fails here instead of being evaluated wrongly."""
-    assert rules(api_version, kind), "each served CRD has rules"
+    if api_version.startswith("monitoring.coreos.com/"):
+        assert rules(api_version, kind) == []  # the Prometheus Operator's CRDs have none (yet)
+    else:
+        assert rules(api_version, kind), "each served Karpenter CRD has rules"
     assert unsupported_functions(api_version, kind) == {}
 
 

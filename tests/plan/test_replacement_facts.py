@@ -12,6 +12,7 @@ from facts.replacement import REPLACEMENT, Replacement
 from synth.runner import ProgramRun, stacks
 from tests.conftest import stack_run
 from tests.helpers import run
+from tests.observability.helpers import in_cluster_stack
 
 COMING = [
     # Issue 10's other half: API endpoint rules, control-plane log group, EBS CSI storage class.
@@ -19,9 +20,7 @@ COMING = [
     "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule",
     "aws:ec2/securityGroupRule:SecurityGroupRule",
     "kubernetes:storage.k8s.io/v1:StorageClass",
-    # Monitoring and GPU workloads to come.
-    "aws:amp/workspace:Workspace",
-    "aws:amp/ruleGroupNamespace:RuleGroupNamespace",
+    # GPU workloads to come.
     "kubernetes:apps/v1:Deployment",
     "kubernetes:apps/v1:DaemonSet",
     "kubernetes:batch/v1:CronJob",
@@ -37,10 +36,12 @@ COMING = [
 
 
 def _variants() -> list[ProgramRun]:
-    """Runs beyond the committed stacks that declare other types (IRSA, no interruption, a CPU pool)."""
+    """Runs beyond the committed stacks that declare other types (IRSA, no interruption, a CPU pool, the
+    inCluster observability backend)."""
     return [
         run(karpenter={"identity": "irsa", "interruptionHandling": False}),
         run(nodePools=[{"name": "cpu", "kind": "cpu", "capacityTypes": ["spot"], "limits": {"cpu": "64"}}]),
+        in_cluster_stack(),
     ]
 
 
@@ -89,7 +90,7 @@ def _sdk_class(type_token: str) -> type | None:
     if package == "aws":
         return getattr(importlib.import_module(f"pulumi_aws.{module.split('/')[0]}"), name)  # type: ignore[no-any-return]
     group, version = module.split("/")
-    if "karpenter" in group:
+    if "karpenter" in group or group == "monitoring.coreos.com":
         return None
     sdk_group = "helm" if group == "helm.sh" else group.split(".")[0]
     return getattr(importlib.import_module(f"pulumi_kubernetes.{sdk_group}.{version}"), name)  # type: ignore[no-any-return]

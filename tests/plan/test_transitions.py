@@ -204,11 +204,18 @@ def test_removing_a_pool_of_prod_leaves_the_other_pool_alone() -> None:
         s["gpu-eks:nodePools"] = [p for p in s["gpu-eks:nodePools"] if p["name"] != "gpu-inference"]
 
     result = transition("prod", remove)
-    assert result.of("replace") == []
     assert result.of("create") == []
     assert ops(result, "delete") == {
         (NODE_CLASS, "node-pools-class-gpu-inference"),
         (NODE_POOL, "node-pools-gpu-inference"),
+        ("kubernetes:core/v1:ConfigMap", "observability-gpu-eks-pool-gpu-inference"),
+    }
+    # Observability follows: the overview dashboard and the alerts no longer select the pool; the GPU node
+    # guard stops watching it (its settings travel in the Deployment).
+    assert ops(result, "replace") == {("kubernetes:core/v1:ConfigMap", "observability-gpu-eks-overview")}
+    assert ops(result, "update") == {
+        ("aws:amp/ruleGroupNamespace:RuleGroupNamespace", "observability"),
+        ("kubernetes:apps/v1:Deployment", "gpu-node-guard-deployment"),
     }
 
 
@@ -260,13 +267,123 @@ def test_interruption_handling_off_and_on() -> None:
     on = transition("prod", interruption_off, reverse=True)
     for result in (off, on):
         assert result.of("replace") == []
+        # The interruption alerts go and come with the queue (prod's alert rules live in its AMP workspace).
         assert [(s.type, s.name, s.because) for s in result.of("update")] == [
-            (RELEASE, "karpenter-controller", ("values.settings.interruptionQueue",))
+            ("aws:amp/ruleGroupNamespace:RuleGroupNamespace", "observability", ("data",)),
+            (RELEASE, "karpenter-controller", ("values.settings.interruptionQueue",)),
         ]
     assert ops(off, "delete") == INTERRUPTION
     assert off.of("create") == []
     assert ops(on, "create") == INTERRUPTION
     assert on.of("delete") == []
+
+
+# --- observability -------------------------------------------------------------------------------
+
+SERVICE_MONITOR = "kubernetes:monitoring.coreos.com/v1:ServiceMonitor"
+GUARD_MONITOR = (SERVICE_MONITOR, "gpu-node-guard-servicemonitor")
+SCRAPED_RELEASES = {
+    # The charts' own ServiceMonitors turn on; the DCGM exporter's adds the node relabeling.
+    (RELEASE, "karpenter-controller"): ("values.serviceMonitor.enabled",),
+    (RELEASE, "gpu-operator"): (
+        "values.dcgmExporter.serviceMonitor.enabled",
+        "values.dcgmExporter.serviceMonitor.relabelings[0].action",
+        "values.dcgmExporter.serviceMonitor.relabelings[0].sourceLabels[0]",
+        "values.dcgmExporter.serviceMonitor.relabelings[0].targetLabel",
+    ),
+}
+
+
+def managed_observability(s: Sections) -> None:
+    s["gpu-eks:observability"] = {"backend": "managed"}
+
+
+def no_observability(s: Sections) -> None:
+    s.pop("gpu-eks:observability")
+
+
+def _observability(result: Plan, op: str) -> set[tuple[str, str]]:
+    """The steps of `op` that belong to the observability component, and the guard's ServiceMonitor."""
+    steps = ops(result, op)
+    assert all(name.startswith("observability") or (typ, name) == GUARD_MONITOR for typ, name in steps), steps
+    return steps
+
+
+def test_observability_on_only_creates_and_turns_the_scrapers_on() -> None:
+    result = transition("dev", managed_observability)
+    assert result.of("replace") == []
+    assert result.of("delete") == []
+    assert {(s.type, s.name): s.because for s in result.of("update")} == SCRAPED_RELEASES
+    created = _observability(result, "create")
+    assert {
+        (RELEASE, "observability-crds"),
+        (RELEASE, "observability"),
+        ("aws:amp/workspace:Workspace", "observability"),
+        ("aws:amp/ruleGroupNamespace:RuleGroupNamespace", "observability"),
+        ("aws:iam/rolePolicy:RolePolicy", "observability-prometheus"),
+        ("aws:iam/rolePolicy:RolePolicy", "observability-grafana"),
+        (POD_IDENTITY, "observability-prometheus"),
+        (POD_IDENTITY, "observability-grafana"),
+        ("kubernetes:core/v1:ConfigMap", "observability-gpu-eks-overview"),
+        ("kubernetes:core/v1:ConfigMap", "observability-gpu-eks-pool-gpu-inference"),
+        GUARD_MONITOR,
+    } <= created
+    assert result.findings == ()
+
+
+def test_observability_off_deletes_what_it_created_and_says_what_goes_with_it() -> None:
+    result = transition("prod", no_observability)
+    assert result.of("replace") == []
+    assert result.of("create") == []
+    assert {(s.type, s.name): s.because for s in result.of("update")} == SCRAPED_RELEASES
+    deleted = _observability(result, "delete")
+    assert {
+        (RELEASE, "observability-crds"),
+        ("aws:amp/workspace:Workspace", "observability"),
+        GUARD_MONITOR,
+    } <= (deleted)
+    messages = {f.message: f.blocking for f in result.findings}
+    # prod protects the workspace (150 days of metrics): `pulumi up` refuses until it is unprotected.
+    workspace = "delete aws:amp/workspace:Workspace observability"
+    crds = "delete kubernetes:helm.sh/v3:Release observability-crds"
+    assert messages == {
+        f"{workspace}: the resource is protected; `pulumi up` refuses": True,
+        f"{crds}: deleting the prometheus-operator-crds release deletes its CRDs, and with them every "
+        "ServiceMonitor, PodMonitor, PrometheusRule and other Prometheus Operator object in the cluster, "
+        "also those this stack did not declare": False,
+    }
+
+
+def test_moving_prod_to_the_in_cluster_backend_swaps_the_managed_parts_only() -> None:
+    result = transition("prod", lambda s: s["gpu-eks:observability"].update(backend="inCluster"))
+    dashboards = {
+        "observability-gpu-eks-overview",
+        "observability-gpu-eks-pool-gpu-inference",
+        "observability-gpu-eks-pool-gpu-training",
+    }
+    # The dashboards query another data source type: pulumi-kubernetes replaces a ConfigMap whose data
+    # changes (named, so delete-first: Grafana's sidecar drops each dashboard and loads it again).
+    assert (
+        {s.name for s in result.of("replace") if s.delete_first}
+        == dashboards
+        == {name for _, name in ops(result, "replace")}
+    )
+    assert _observability(result, "create") == {
+        ("kubernetes:monitoring.coreos.com/v1:PrometheusRule", "observability-rules")
+    }
+    assert {typ for typ, _ in _observability(result, "delete")} == {
+        "aws:amp/workspace:Workspace",
+        "aws:amp/ruleGroupNamespace:RuleGroupNamespace",
+        "aws:iam/role:Role",
+        "aws:iam/rolePolicy:RolePolicy",
+        POD_IDENTITY,
+    }
+    # The stack's values (agent -> server with a volume, AMP data source -> in-cluster Prometheus) change in
+    # place; the CRDs and the scrapers stay.
+    assert {name for _, name in ops(result, "update")} == {"observability"}
+    assert [f.message for f in result.findings if f.blocking] == [
+        "delete aws:amp/workspace:Workspace observability: the resource is protected; `pulumi up` refuses"
+    ]
 
 
 # --- people -------------------------------------------------------------------------------------

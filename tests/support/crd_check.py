@@ -1,7 +1,8 @@
 """Offline stand-in for the Kubernetes API server's validation of a custom resource on create (and update).
 
-`validate(manifest)` finds the vendored CRD (`tests/fixtures/karpenter-1.14.1/crds/`) serving the manifest's
-`apiVersion`/`kind` and does what the API server does with a create request, in its order:
+`validate(manifest)` finds the vendored CRD (`tests/fixtures/karpenter-1.14.1/crds/`, or the Prometheus
+Operator's in `MONITORING_CRD_DIR`) serving the manifest's `apiVersion`/`kind` and does what the API server
+does with a create request, in its order:
 
 1. drop `null`s of non-nullable fields, then apply the schema's `default`s (structural defaulting,
    recursively, also inside values that were just defaulted);
@@ -49,6 +50,7 @@ from celpy.evaluation import CELEvalError
 
 __all__ = [
     "CRD_DIR",
+    "MONITORING_CRD_DIR",
     "SUPPORTED_FUNCTIONS",
     "Rule",
     "Violation",
@@ -61,7 +63,11 @@ __all__ = [
     "validate",
 ]
 
-CRD_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "karpenter-1.14.1" / "crds"
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+CRD_DIR = FIXTURES / "karpenter-1.14.1" / "crds"
+MONITORING_CRD_DIR = FIXTURES / "kube-prometheus-stack-88.5.3" / "prometheus-operator-crds" / "crds"
+"""The Prometheus Operator v0.93.1 CRDs of the kinds the program declares itself (PrometheusRule,
+ServiceMonitor); they carry no `x-kubernetes-validations`, so only steps 1-3 apply to them."""
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -113,9 +119,9 @@ _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @functools.cache
-def _crds(directory: Path = CRD_DIR) -> dict[tuple[str, str], _Version]:
+def _crds(directories: tuple[Path, ...] = (CRD_DIR, MONITORING_CRD_DIR)) -> dict[tuple[str, str], _Version]:
     served_versions: dict[tuple[str, str], _Version] = {}
-    for file in sorted(directory.glob("*.yaml")):
+    for file in sorted(f for directory in directories for f in directory.glob("*.yaml")):
         for doc in yaml.load_all(file.read_text(), Loader=_YAML_LOADER):
             if not doc or doc.get("kind") != "CustomResourceDefinition":
                 continue

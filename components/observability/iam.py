@@ -1,0 +1,32 @@
+"""IAM documents of the managed backend (pure): what the in-cluster Prometheus agent and Grafana may do.
+
+The actions are those of the AWS managed policies `AmazonPrometheusRemoteWriteAccess` (`aps:RemoteWrite`) and
+`AmazonPrometheusQueryAccess` (`aps:QueryMetrics`, `aps:GetLabels`, `aps:GetSeries`, `aps:GetMetricMetadata`),
+but scoped to this stack's workspace: the managed policies grant them on every workspace of the account.
+"""
+
+from typing import Any, Final
+
+REMOTE_WRITE_ACTIONS: Final = ("aps:RemoteWrite",)
+QUERY_ACTIONS: Final = ("aps:QueryMetrics", "aps:GetLabels", "aps:GetSeries", "aps:GetMetricMetadata")
+
+
+def _workspace_policy(sid: str, actions: tuple[str, ...], workspace_arn: str) -> dict[str, Any]:
+    if ":aps:" not in workspace_arn or ":workspace/" not in workspace_arn:
+        raise ValueError(
+            f"workspace_arn must be an Amazon Managed Service for Prometheus workspace ARN: {workspace_arn!r}"
+        )
+    return {
+        "Version": "2012-10-17",
+        "Statement": [{"Sid": sid, "Effect": "Allow", "Action": list(actions), "Resource": workspace_arn}],
+    }
+
+
+def remote_write_policy(workspace_arn: str) -> dict[str, Any]:
+    """Lets the Prometheus agent write samples to the workspace, and nothing else."""
+    return _workspace_policy("RemoteWriteToWorkspace", REMOTE_WRITE_ACTIONS, workspace_arn)
+
+
+def query_policy(workspace_arn: str) -> dict[str, Any]:
+    """Lets Grafana query the workspace, and nothing else."""
+    return _workspace_policy("QueryWorkspace", QUERY_ACTIONS, workspace_arn)

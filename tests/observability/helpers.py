@@ -1,0 +1,116 @@
+"""Shared helpers of the observability tests: vendored chart values, PromQL metric names, sample rules."""
+
+import functools
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import promql_parser
+import yaml
+
+from components.observability.alerts import alert_groups
+from components.observability.dashboards import dashboards, queries
+from components.observability.queries import Targets
+from facts.metrics import exporter_of
+from synth.runner import ProgramRun
+from tests.helpers import run
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "kube-prometheus-stack-88.5.3"
+
+POOLS = ("gpu-inference", "gpu-training")
+IN_CLUSTER_POOL: dict[str, Any] = {
+    "name": "gpu-a",
+    "instanceFamilies": ["g6"],
+    "limits": {"nvidia.com/gpu": "8"},
+}
+
+
+@functools.cache
+def in_cluster_stack() -> ProgramRun:
+    """The real program with the `inCluster` backend and one GPU pool (no committed stack uses it)."""
+    return run(nodePools=[IN_CLUSTER_POOL], observability={"backend": "inCluster"})
+
+
+def _load(relative: str) -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load((FIXTURES / relative).read_text())
+    return loaded
+
+
+@functools.cache
+def chart_values() -> dict[str, Any]:
+    """`charts/kube-prometheus-stack/values.yaml` of 88.5.3."""
+    return _load("chart-values.yaml")
+
+
+@functools.cache
+def grafana_values() -> dict[str, Any]:
+    """The Grafana 12.11.1 subchart's `values.yaml`."""
+    return _load("grafana/chart-values.yaml")
+
+
+@functools.cache
+def kube_state_metrics_values() -> dict[str, Any]:
+    """The kube-state-metrics 8.4.0 subchart's `values.yaml`."""
+    return _load("kube-state-metrics/chart-values.yaml")
+
+
+def selected_metrics(expr: str) -> set[str]:
+    """Metric names of every vector selector in a PromQL expression, parsed by a real PromQL parser."""
+    names: set[str] = set()
+
+    def walk(node: Any) -> None:
+        kind = type(node).__name__
+        if kind == "VectorSelector":
+            names.add(node.name)
+        for child in ("lhs", "rhs", "expr", "vector_selector", "param"):
+            if getattr(node, child, None) is not None and not isinstance(
+                getattr(node, child), (int, float, str)
+            ):
+                walk(getattr(node, child))
+        for arg in getattr(node, "args", None) or []:
+            walk(arg)
+
+    walk(promql_parser.parse(expr))
+    return names
+
+
+def unknown_metrics(expr: str) -> list[str]:
+    """Metric names an expression selects that no pinned exporter exports."""
+    return sorted(name for name in selected_metrics(expr) if exporter_of(name) is None)
+
+
+def targets(interruption_handling: bool = True, gpu_pools: Sequence[str] = POOLS) -> Targets:
+    """What a stack with `gpu_pools`, Karpenter in `kube-system` and the defaults elsewhere scrapes."""
+    return Targets(
+        gpu_pools=tuple(gpu_pools),
+        gpu_operator_namespace="gpu-operator",
+        gpu_node_guard_namespace="gpu-node-guard",
+        gpu_node_guard_job="gpu-node-guard-metrics",
+        karpenter_namespace="kube-system",
+        karpenter_job="karpenter",
+        interruption_handling=interruption_handling,
+    )
+
+
+def sample_alert_groups(
+    interruption_handling: bool = True, gpu_pools: Sequence[str] = POOLS
+) -> list[dict[str, Any]]:
+    """The alert groups of a stack with `gpu_pools` and Karpenter in `kube-system`."""
+    return alert_groups(targets(interruption_handling, gpu_pools))
+
+
+def all_alert_rules(interruption_handling: bool = True) -> list[dict[str, Any]]:
+    return [rule for group in sample_alert_groups(interruption_handling) for rule in group["rules"]]
+
+
+def all_dashboards() -> dict[str, dict[str, Any]]:
+    return dashboards(targets(), datasource_type="prometheus")
+
+
+def every_expression() -> Iterator[tuple[str, str]]:
+    """(where, expression) of every alert rule and dashboard query the program writes."""
+    for rule in all_alert_rules():
+        yield f"alert {rule['alert']}", rule["expr"]
+    for name, dashboard in all_dashboards().items():
+        for expr in queries(dashboard):
+            yield f"dashboard {name}", expr

@@ -1,0 +1,58 @@
+"""The dashboards: one per GPU pool and an overview, every panel saying what it answers."""
+
+import json
+
+from components.observability.dashboards import dashboard_json, dashboards, pool_panels, queries, uid
+from tests.observability.helpers import POOLS, all_dashboards, targets
+
+
+def test_one_dashboard_per_pool_and_an_overview() -> None:
+    boards = all_dashboards()
+    assert set(boards) == {"gpu-eks-overview", *(f"gpu-eks-pool-{p}" for p in POOLS)}
+    for name, board in boards.items():
+        assert board["uid"] == name
+        ids = [panel["id"] for panel in board["panels"]]
+        assert len(ids) == len(set(ids)), name
+        for panel in board["panels"]:
+            assert panel["description"].endswith((".", ")")), panel["title"]
+            assert panel["targets"], panel["title"]
+            assert panel["gridPos"]["x"] + panel["gridPos"]["w"] <= 24
+
+
+def test_pool_dashboard_answers_the_questions_of_the_issue() -> None:
+    titles = [panel.title for panel in pool_panels("gpu-inference")]
+    assert titles == [
+        "GPUs allocatable vs requested",
+        "GPU utilisation",
+        "GPU memory used",
+        "Pods waiting for a GPU",
+        "NodeClaims launched and terminated (per hour)",
+        "Launch to ready",
+        "Interruptions (per hour)",
+        "Stuck GPU nodes (GPU node guard)",
+        "Usage against the pool's limits",
+        "Estimated hourly cost",
+        "Nodes by instance type",
+    ]
+    # Every pool-scoped query selects the pool (the cluster-wide pending-pods panel is the exception).
+    for panel in pool_panels("gpu-inference"):
+        if panel.title != "Pods waiting for a GPU":
+            assert all("gpu-inference" in t.expr for t in panel.targets), panel.title
+
+
+def test_uids_fit_grafana_and_stay_stable() -> None:
+    long_pool = "p" * 63
+    name = f"gpu-eks-pool-{long_pool}"
+    assert len(uid(name)) <= 40
+    assert uid(name) == uid(name)
+    assert uid(name) != uid(f"gpu-eks-pool-{'q' * 63}")
+    board = dashboards(targets(gpu_pools=[long_pool]), datasource_type="prometheus")[name]
+    assert board["uid"] == uid(name)
+
+
+def test_json_is_stable_and_round_trips() -> None:
+    board = all_dashboards()["gpu-eks-overview"]
+    text = dashboard_json(board)
+    assert json.loads(text) == board
+    assert text == dashboard_json(json.loads(text))
+    assert queries(board)
