@@ -25,9 +25,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
 from facts.replacement import Replacement, replacement_facts
+from synth import snapshot
 from synth.runner import PROJECT, ROOT, ProgramRun
 
 Op = Literal["create", "update", "replace", "delete"]
@@ -178,7 +177,7 @@ def state_of_run(run: ProgramRun, label: str) -> State:
 
 def state_of_snapshot(resources_yaml: str, label: str) -> State:
     """The state a committed `resources.yaml` records (see `synth.snapshot`)."""
-    entries: list[dict[str, Any]] = yaml.safe_load(resources_yaml) or []
+    entries: list[dict[str, Any]] = snapshot.from_yaml(resources_yaml) or []
     by_short = {f"{e['type']}::{e['name']}": e for e in entries}
 
     @cache

@@ -62,6 +62,12 @@ def to_yaml(value: Any) -> str:
     return yaml.dump(value, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=110)
 
 
+def from_yaml(text: str) -> Any:
+    """YAML read by libyaml's safe loader where PyYAML has it: snapshots run to 5,000 lines, vendored charts
+    to more."""
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
 def _resource_entry(resource: Registration) -> dict[str, Any]:
     entry: dict[str, Any] = {"type": resource.type, "name": resource.name}
     if resource.parent:

@@ -23,7 +23,7 @@ def test_secrets_are_masked(dev: ProgramRun) -> None:
 
 def test_dependencies_are_the_engines(dev: ProgramRun) -> None:
     files = snapshot.render(dev)
-    resources = snapshot.yaml.safe_load(files["resources.yaml"])
+    resources = snapshot.from_yaml(files["resources.yaml"])
     coredns = next(r for r in resources if r["name"] == "cluster-coredns")
     # explicit depends_on (the node group) and the one carried by the clusterName Output (the cluster)
     assert "aws:eks/nodeGroup:NodeGroup::cluster-system" in coredns["dependsOn"]

@@ -1,6 +1,7 @@
 """`gpu_operator_values` and `pool_node_labels`: what the GPU Operator release is told, per pool mix."""
 
 import copy
+import functools
 from typing import Any
 
 import pytest
@@ -177,6 +178,7 @@ def test_empty_system_node_selector_is_refused() -> None:
 # --- time-slicing ----------------------------------------------------------------------------------------
 
 
+@functools.cache
 def _reference_keys() -> dict[str, Any]:
     loaded: dict[str, Any] = yaml.safe_load((FIXTURES / "device-plugin-config-v1.reference.yaml").read_text())
     return loaded

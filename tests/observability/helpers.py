@@ -6,13 +6,13 @@ from pathlib import Path
 from typing import Any
 
 import promql_parser
-import yaml
 
 from components.observability.alerts import alert_groups
 from components.observability.dashboards import dashboards, queries
 from components.observability.queries import Targets
 from facts.metrics import exporter_of
 from synth.runner import ProgramRun
+from synth.snapshot import from_yaml
 from tests.helpers import run
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "kube-prometheus-stack-88.5.3"
@@ -32,7 +32,7 @@ def in_cluster_stack() -> ProgramRun:
 
 
 def _load(relative: str) -> dict[str, Any]:
-    loaded: dict[str, Any] = yaml.safe_load((FIXTURES / relative).read_text())
+    loaded: dict[str, Any] = from_yaml((FIXTURES / relative).read_text())
     return loaded
 
 
