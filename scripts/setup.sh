@@ -65,16 +65,19 @@ else
 fi
 "$uv" venv --quiet --allow-existing --seed --python python3 .venv # --seed: pip, which Pulumi's toolchain runs
 "$uv" venv --quiet --allow-existing --python python3 .venv-tools
+# checkov (Kubernetes manifest scanner, used by the tests) in its own environment, installed while the
+# program's packages install and compile.
+"$uv" pip install --quiet --python .venv-tools/bin/python -r requirements-tools.txt &
+tools_job=$!
 "$uv" pip install --quiet --python .venv/bin/python -r requirements-dev.txt
-# checkov (Kubernetes manifest scanner, used by the tests) in its own environment.
-"$uv" pip install --quiet --python .venv-tools/bin/python -r requirements-tools.txt
 # Bytecode now, on every core: where PYTHONDONTWRITEBYTECODE is set (as on this project's machines) Python
-# would otherwise recompile the provider SDKs in every process. Not for the pulumi_aws services that nothing
-# here uses (scripts/type_check_scope.py), which are half of it, nor for .venv-tools, which checkov is let
-# cache itself (tests/test_checkov.py).
+# would otherwise recompile the provider SDKs in every process. Not for the pulumi_aws services and
+# pulumi_kubernetes API groups that nothing here uses (scripts/type_check_scope.py), which are half of it,
+# nor for .venv-tools, which checkov is let cache itself (tests/test_checkov.py).
 .venv/bin/python -m compileall -q -j0 -x "$(.venv/bin/python -m scripts.type_check_scope --unused-pattern)" \
   .venv/lib/python3*/site-packages ||
   echo "gpu-eks: some files did not compile (above); Python compiles them if they are imported"
+wait "$tools_job"
 wait "$npm_ci"
 if [ -n "${apt_job:-}" ]; then wait "$apt_job"; fi
 echo "gpu-eks: environment ready in .venv (tools in .venv-tools)"
