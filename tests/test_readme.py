@@ -1,5 +1,6 @@
 """The README stays true to the code."""
 
+import re
 from pathlib import Path
 
 from config.stack import StackConfig
@@ -29,3 +30,13 @@ def test_readme_commands_are_the_ones_ci_runs() -> None:
     for command in ("bash scripts/setup.sh", ".venv/bin/python -m pytest"):
         assert f"\n{command}\n" in readme
         assert command in ci
+
+
+def test_every_requirement_is_pinned_to_one_version() -> None:
+    # A fresh clone installs what CI tested: no range, no bare name (a new release of a type-stub package
+    # alone can turn the type check red).
+    for name in ("requirements.txt", "requirements-dev.txt", "requirements-tools.txt"):
+        for line in (ROOT / name).read_text().splitlines():
+            requirement = line.split("#")[0].strip()
+            if requirement and not requirement.startswith("-r "):
+                assert re.fullmatch(r"[A-Za-z0-9._-]+==[A-Za-z0-9.+-]+", requirement), f"{name}: {line}"
