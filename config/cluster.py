@@ -6,7 +6,16 @@ from typing import Literal, Self
 from pydantic import Field, field_validator, model_validator
 
 from config.base import ConfigModel
-from config.types import AwsTags, CidrBlock, IamRoleArn, InstanceType, PublicCidr, SecurityGroupId
+from config.types import (
+    AwsTags,
+    CidrBlock,
+    Flag,
+    IamRoleArn,
+    InstanceType,
+    PublicCidr,
+    SecurityGroupId,
+    WholeNumber,
+)
 from facts.eks import ADDON_VERSION, LOG_RETENTION_DAYS, UpgradeSupportType, kube_proxy_minor
 
 SUPPORTED_KUBERNETES_VERSIONS = ("1.33", "1.34", "1.35", "1.36")
@@ -46,9 +55,9 @@ class EndpointConfig(ConfigModel):
     `publicAccessCidrs`, or through the private endpoint from a network with a route into the VPC that is
     listed in `privateAccessCidrs` (or carries a security group of `privateAccessSecurityGroupIds`)."""
 
-    public_access: bool = True
+    public_access: Flag = True
     """Reachable from the internet (restricted by `publicAccessCidrs`)."""
-    private_access: bool = True
+    private_access: Flag = True
     """Reachable from inside the VPC; nodes then talk to the API without leaving it."""
     public_access_cidrs: tuple[PublicCidr, ...] = ("0.0.0.0/0",)
     """Allow list for the public endpoint."""
@@ -102,13 +111,13 @@ class SystemNodesConfig(ConfigModel):
 
     instance_types: tuple[InstanceType, ...] = Field(default=("m7i.large",), min_length=1)
     """Instance types for the group; all of one architecture, matching `amiType`."""
-    min_size: int = Field(default=2, ge=2)
+    min_size: WholeNumber = Field(default=2, ge=2)
     """At least 2, so the controllers keep running while a node is replaced."""
-    desired_size: int = Field(default=2, ge=2)
+    desired_size: WholeNumber = Field(default=2, ge=2)
     """Initial size; later changes by hand or autoscaler are not reverted (see README)."""
-    max_size: int = Field(default=4, ge=2, le=100)
+    max_size: WholeNumber = Field(default=4, ge=2, le=100)
     """Upper bound for the group."""
-    disk_size_gib: int = Field(default=50, ge=20, le=16384)
+    disk_size_gib: WholeNumber = Field(default=50, ge=20, le=16384)
     """Root volume size of each system node."""
     ami_type: SystemAmiType = "AL2023_x86_64_STANDARD"
     """EKS-optimised AMI type of the group."""
@@ -205,10 +214,10 @@ class ClusterConfig(ConfigModel):
     """EKS add-on version pins (default: each add-on's default build for `kubernetesVersion`)."""
     log_types: tuple[LogType, ...] = CONTROL_PLANE_LOG_TYPES
     """Control-plane log types sent to CloudWatch Logs."""
-    log_retention_days: int = 90
+    log_retention_days: WholeNumber = 90
     """Days CloudWatch keeps control-plane logs (in the log group `/aws/eks/<name>/cluster`, which the
     stack creates)."""
-    protect: bool = False
+    protect: Flag = False
     """Protect the cluster and data-bearing resources: Pulumi `protect` plus EKS deletion protection."""
     tags: AwsTags = Field(default_factory=dict)
     """Extra AWS tags on every resource that takes tags (at most 44; not `aws:`, `gpu-eks/`, Karpenter's)."""

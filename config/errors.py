@@ -29,7 +29,13 @@ class ConfigProblem:
     def __str__(self) -> str:
         if not self.has_value:
             return f"{self.key}: {self.message}"
-        shown = repr(self.value)
+        # As YAML writes it where Python's spelling differs (`true`, not `True`).
+        if self.value is None:
+            shown = "null"
+        elif isinstance(self.value, bool):
+            shown = "true" if self.value else "false"
+        else:
+            shown = repr(self.value)
         if len(shown) > _MAX_VALUE_CHARS:
             shown = shown[: _MAX_VALUE_CHARS - 3] + "..."
         return f"{self.key} = {shown}: {self.message}"
@@ -127,6 +133,24 @@ _TYPE_MESSAGES = {
 """Pydantic error types, in words a reader of the stack file uses (no Python types)."""
 
 
+def _strict_type_message(kind: str, value: Any) -> str | None:
+    """What a whole number or a true/false field (`config.types.WholeNumber`, `Flag`) takes, told against the
+    value that was written instead."""
+    if kind == "int_type":
+        if isinstance(value, bool):
+            return "must be a whole number, not true or false"
+        if isinstance(value, float):
+            return "must be a whole number, without a decimal point"
+        if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+            return f'must be a whole number, unquoted ({value.strip()}, not "{value}")'
+    if kind == "bool_type":
+        if isinstance(value, str):
+            return "must be true or false, unquoted"
+        if isinstance(value, int | float):
+            return "must be true or false, not a number"
+    return None
+
+
 def _message(error: ErrorDetails, model: type[BaseModel], path: Sequence[str | int]) -> str:
     kind = error["type"]
     context = error.get("ctx") or {}
@@ -147,6 +171,8 @@ def _message(error: ErrorDetails, model: type[BaseModel], path: Sequence[str | i
         return "must be a mapping (key: value)" + (
             f" with keys such as {', '.join(keys[:4])}" if keys else ""
         )
+    if (strict := _strict_type_message(kind, error.get("input"))) is not None:
+        return strict
     if kind in _TYPE_MESSAGES:
         return _TYPE_MESSAGES[kind]
     if kind in ("too_short", "too_long"):

@@ -4,7 +4,7 @@ that never become usable (`components/gpu_node_guard/`)."""
 from pydantic import Field, field_validator
 
 from config.base import ConfigModel
-from config.types import DurationOrNever, KubernetesName, PinnedImage, duration_seconds
+from config.types import DurationOrNever, KubernetesName, PinnedImage, WholeNumber, duration_seconds
 
 DEFAULT_IMAGE = (
     "gcr.io/distroless/python3-debian13:nonroot"
@@ -42,7 +42,7 @@ class GpuNodeGuardConfig(ConfigModel):
     (`name@sha256:<64 hex>`)."""
     namespace: KubernetesName = "gpu-node-guard"
     """Namespace created for the guard (Pod Security `restricted`)."""
-    sync_interval_seconds: int = Field(default=30, ge=10, le=300)
+    sync_interval_seconds: WholeNumber = Field(default=30, ge=10, le=300)
     """How often the guard lists nodes and NodeClaims."""
 
     @field_validator("initialization_timeout")

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal, Self
 from pydantic import Field, field_validator, model_validator
 
 from config.base import ConfigModel
-from config.types import KubernetesName, described
+from config.types import Flag, KubernetesName, WholeNumber, described
 
 CHART_NAME = "gpu-operator"
 """Helm chart name of the NVIDIA GPU Operator."""
@@ -39,9 +39,9 @@ MIG_ALL_DISABLED = "all-disabled"
 class DcgmExporterConfig(ConfigModel):
     """The DCGM exporter (GPU metrics for Prometheus)."""
 
-    enabled: bool = True
+    enabled: Flag = True
     """Run the DCGM exporter on every GPU node."""
-    service_monitor: bool | None = None
+    service_monitor: Flag | None = None
     """Create a `ServiceMonitor` for it. Unset: exactly when `observability.backend` is not `none` (which
     installs the Prometheus Operator CRDs the ServiceMonitor needs). `false` opts out; `true` without a
     backend is refused (the operator cannot create a ServiceMonitor without those CRDs)."""
@@ -59,20 +59,35 @@ class MigDeviceGroup(ConfigModel):
     Keys are written as mig-parted spells them (`mig-enabled`, `mig-devices`, `device-filter`).
     """
 
-    devices: Literal["all"] | tuple[int, ...] = "all"
+    devices: Literal["all"] | tuple[WholeNumber, ...] = "all"
     """`all`, or the GPU indexes (0-based) this entry applies to."""
     device_filter: str | tuple[str, ...] | None = Field(default=None, alias="device-filter")
     """Optional PCI device IDs (e.g. `0x233010DE`) the entry is limited to."""
-    mig_enabled: bool = Field(alias="mig-enabled")
+    mig_enabled: Flag = Field(alias="mig-enabled")
     """Whether MIG mode is on for these GPUs."""
-    mig_devices: dict[str, int] = Field(default_factory=dict, alias="mig-devices")
+    mig_devices: dict[str, WholeNumber] = Field(default_factory=dict, alias="mig-devices")
     """MIG profile -> number of instances per GPU, e.g. `{"1g.10gb": 7}`."""
 
-    @field_validator("devices")
+    # Before validation, so a wrong value gets one message rather than one per member of the union.
+    @field_validator("devices", mode="before")
     @classmethod
-    def _indexes(cls, value: Literal["all"] | tuple[int, ...]) -> Literal["all"] | tuple[int, ...]:
-        if value != "all" and (not value or any(i < 0 for i in value)):
-            raise ValueError("must be `all` or a non-empty list of GPU indexes (0, 1, ...)")
+    def _indexes(cls, value: Any) -> Any:
+        indexes = isinstance(value, list | tuple) and all(
+            isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in value
+        )
+        if value != "all" and not (indexes and value):
+            raise ValueError("must be all or a non-empty list of GPU indexes, unquoted, such as [0, 1]")
+        return value
+
+    @field_validator("device_filter", mode="before")
+    @classmethod
+    def _device_ids(cls, value: Any) -> Any:
+        if not (
+            value is None
+            or isinstance(value, str)
+            or (isinstance(value, list | tuple) and all(isinstance(i, str) for i in value))
+        ):
+            raise ValueError("must be a PCI device ID such as 0x233010DE, or a list of them")
         return value
 
     @field_validator("mig_devices")
@@ -146,7 +161,7 @@ class GpuOperatorConfig(ConfigModel):
     extra_values: dict[str, Any] = Field(default_factory=dict)
     """Helm values merged last (deeply: mappings merge, lists and scalars replace) over the derived values.
     An escape hatch: nothing here is validated against the chart."""
-    timeout_seconds: int = Field(default=DEFAULT_TIMEOUT_SECONDS, ge=60, le=3600)
+    timeout_seconds: WholeNumber = Field(default=DEFAULT_TIMEOUT_SECONDS, ge=60, le=3600)
     """How long Pulumi waits for the release to become ready."""
 
     @field_validator("driver_mode", mode="before")

@@ -15,7 +15,7 @@ from typing import Final, Literal
 from pydantic import Field, field_validator
 
 from config.base import ConfigModel
-from config.types import KubernetesName, PositiveInt, Quantity, SemVer
+from config.types import Flag, KubernetesName, PositiveInt, Quantity, SemVer
 
 KARPENTER_VERSION: Final = "1.14.1"
 """The Karpenter release this program is built and tested against (CRDs, IAM policy, chart values)."""
@@ -35,19 +35,19 @@ _ZERO = re.compile(r"^\+?(0+(\.0*)?|\.0+)([KMGTPE]i|[numkMGTPE]|[eE].*)?$")
 class KarpenterFeatureGates(ConfigModel):
     """`settings.featureGates` of the karpenter 1.14.1 chart: exactly its gates, with its defaults."""
 
-    node_repair: bool = False
+    node_repair: Flag = False
     """Alpha: replace nodes whose conditions report them unhealthy (e.g. a failed GPU) after a grace time."""
-    node_overlay: bool = False
+    node_overlay: Flag = False
     """Alpha: let NodeOverlay resources adjust instance type prices and capacity in scheduling. Turned on
     when a pool shares GPUs (`timeSlicing`, `mig`) and gets NodeOverlays (see `gpuSharingOverlays`); `false`
     together with such a pool is refused."""
-    reserved_capacity: bool = True
+    reserved_capacity: Flag = True
     """Beta: launch into on-demand capacity reservations selected by `capacityReservationSelectorTerms`."""
-    spot_to_spot_consolidation: bool = False
+    spot_to_spot_consolidation: Flag = False
     """Alpha: consolidate spot nodes by replacing them with cheaper spot nodes."""
-    static_capacity: bool = False
+    static_capacity: Flag = False
     """Alpha: NodePools with a fixed `replicas` count of nodes."""
-    capacity_buffer: bool = False
+    capacity_buffer: Flag = False
     """Alpha: CapacityBuffer resources that pre-provision spare capacity."""
 
 
@@ -88,19 +88,19 @@ class KarpenterConfig(ConfigModel):
     """Controller replicas (one leader, the rest on standby). The chart's anti-affinity puts each on its
     own node, so it may not exceed `cluster.systemNodes.minSize` (checked)."""
 
-    interruption_handling: bool = True
+    interruption_handling: Flag = True
     """Create the SQS interruption queue and its five EventBridge rules, and pass the queue to the
     controller, so it drains nodes ahead of spot interruptions, scheduled maintenance and rebalance
     recommendations. When off, neither queue, rules nor the controller's interruption policy exist."""
 
-    zonal_shift: bool = False
+    zonal_shift: Flag = False
     """Make the controller avoid zones under an ARC zonal shift (`settings.enableZonalShift`); also grants
     it the read-only zonal-shift policy. Effective only when zonal shift is enabled on the cluster."""
 
     log_level: LogLevel = "info"
     """Controller log level: `debug`, `info` or `error`."""
 
-    gpu_sharing_overlays: bool = True
+    gpu_sharing_overlays: Flag = True
     """Declare NodeOverlays for the pools that share GPUs (`timeSlicing`, `mig`), so that Karpenter plans
     launches with the GPU slices their nodes will advertise instead of whole GPUs; turns on the alpha
     `nodeOverlay` feature gate. `false`: no overlays, Karpenter counts whole GPUs (and overshoots on

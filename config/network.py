@@ -6,7 +6,7 @@ from typing import Literal, Self
 from pydantic import Field, field_validator, model_validator
 
 from config.base import ConfigModel
-from config.types import VpcCidr
+from config.types import VpcCidr, WholeNumber
 
 
 def _ids(prefix: str, values: tuple[str, ...]) -> tuple[str, ...]:
@@ -46,7 +46,7 @@ class NetworkConfig(ConfigModel):
 
     cidr: VpcCidr = "10.0.0.0/16"
     """CIDR of the new VPC (/16 to /20); a quarter per AZ goes to private subnets."""
-    availability_zones: int = Field(default=3, ge=2, le=3)
+    availability_zones: WholeNumber = Field(default=3, ge=2, le=3)
     """How many availability zones to spread over (EKS needs at least 2)."""
     nat_gateways: Literal["single", "perAz"] = "single"
     """`single`: one NAT gateway (cheap; its AZ is a single point of failure for egress).

@@ -24,11 +24,13 @@ from config.types import (
     BudgetDuration,
     CronSchedule,
     DurationOrNever,
+    Flag,
     GoDuration,
     InstanceType,
     KubernetesName,
     PositiveQuantity,
     Quantity,
+    WholeNumber,
     described,
     number_as_text,
 )
@@ -90,9 +92,9 @@ class GpuUnits:
 class GpuCount(ConfigModel):
     """How many GPUs an instance may have."""
 
-    min: int = Field(default=1, ge=1)
+    min: WholeNumber = Field(default=1, ge=1)
     """At least this many GPUs per instance."""
-    max: int | None = Field(default=None, ge=1)
+    max: WholeNumber | None = Field(default=None, ge=1)
     """At most this many GPUs per instance (no upper bound when unset)."""
 
     @model_validator(mode="after")
@@ -105,13 +107,13 @@ class GpuCount(ConfigModel):
 class RootVolume(ConfigModel):
     """The root EBS volume. CUDA and framework images are many GB: size and speed it for image pulls."""
 
-    size_gib: int = Field(default=200, ge=20, le=16384)
+    size_gib: WholeNumber = Field(default=200, ge=20, le=16384)
     """Size in GiB."""
     type: Literal["gp3", "io2", "io1"] = "gp3"
     """EBS volume type."""
-    iops: int | None = Field(default=6000, ge=3000, le=256000)
+    iops: WholeNumber | None = Field(default=6000, ge=3000, le=256000)
     """Provisioned IOPS (gp3: 3000-16000, default 6000; io1/io2: required)."""
-    throughput: int | None = Field(default=500, ge=125, le=1000)
+    throughput: WholeNumber | None = Field(default=500, ge=125, le=1000)
     """Throughput in MiB/s (gp3 only: 125-1000, default 500)."""
 
     @model_validator(mode="after")
@@ -213,7 +215,7 @@ class Disruption(ConfigModel):
 class Kubelet(ConfigModel):
     """Kubelet settings Karpenter writes into the node's bootstrap configuration."""
 
-    max_pods: int | None = Field(default=None, ge=0)
+    max_pods: WholeNumber | None = Field(default=None, ge=0)
     """Maximum pods per node."""
     system_reserved: dict[str, Quantity] | None = None
     """Resources reserved for OS daemons (`cpu`, `memory`, `ephemeral-storage`, `pid`)."""
@@ -221,11 +223,11 @@ class Kubelet(ConfigModel):
     """Resources reserved for Kubernetes daemons."""
     eviction_hard: dict[str, str] | None = None
     """Hard eviction thresholds, e.g. `memory.available: 5%`."""
-    image_gc_high_threshold_percent: int | None = Field(
+    image_gc_high_threshold_percent: WholeNumber | None = Field(
         default=None, ge=0, le=100, alias="imageGCHighThresholdPercent"
     )
     """Disk usage that triggers image garbage collection (large images fill disks fast)."""
-    image_gc_low_threshold_percent: int | None = Field(
+    image_gc_low_threshold_percent: WholeNumber | None = Field(
         default=None, ge=0, le=100, alias="imageGCLowThresholdPercent"
     )
     """Disk usage image garbage collection frees down to."""
@@ -254,7 +256,7 @@ class Limits(ConfigModel):
 class TimeSlicing(ConfigModel):
     """Share each GPU between pods (no memory isolation)."""
 
-    replicas: int = Field(ge=TIME_SLICING_REPLICAS.start, le=TIME_SLICING_REPLICAS.stop - 1)
+    replicas: WholeNumber = Field(ge=TIME_SLICING_REPLICAS.start, le=TIME_SLICING_REPLICAS.stop - 1)
     """Pods per physical GPU."""
 
 
@@ -322,11 +324,11 @@ class NodePoolConfig(ConfigModel):
     """Replace nodes older than this (default 14 days: picks up AMI and security fixes), or `Never`."""
     termination_grace_period: GoDuration | None = None
     """Longest a draining node waits for pods before it is terminated anyway (e.g. `24h` for training)."""
-    weight: int | None = Field(default=None, ge=1, le=100)
+    weight: WholeNumber | None = Field(default=None, ge=1, le=100)
     """Priority among pools that fit a pod (higher first)."""
     kubelet: Kubelet | None = None
     """Kubelet settings."""
-    efa: bool = False
+    efa: Flag = False
     """Restrict to EFA-capable instance types; pods request `vpc.amazonaws.com/efa` and Karpenter attaches
     the interfaces (the stack then installs the EFA device plugin, which advertises that resource)."""
     time_slicing: TimeSlicing | None = None

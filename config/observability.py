@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from config.base import ConfigModel
-from config.types import KubernetesName, Quantity
+from config.types import KubernetesName, Quantity, WholeNumber
 
 Backend = Literal["none", "inCluster", "managed"]
 """`none`: no monitoring stack. `inCluster`: Prometheus (on an encrypted gp3 volume), Alertmanager and Grafana
@@ -28,7 +28,7 @@ class PrometheusSettings(ConfigModel):
     retention: str = "15d"
     """How long `inCluster` keeps samples (`12h`, `15d`, `8w`); data beyond 90% of the volume is dropped
     earlier. Not for `managed` (the workspace keeps 150 days)."""
-    storage_gib: int = Field(default=100, ge=10, le=16384)
+    storage_gib: WholeNumber = Field(default=100, ge=10, le=16384)
     """Size of the `inCluster` Prometheus volume (encrypted gp3); not for `managed` (the agent keeps only
     its write-ahead log)."""
     cpu: Quantity = "500m"
@@ -57,7 +57,7 @@ class ObservabilityConfig(ConfigModel):
     """Namespace of the monitoring stack and the dashboards."""
     prometheus: PrometheusSettings = PrometheusSettings()
     """The in-cluster Prometheus."""
-    timeout_seconds: int = Field(default=900, ge=120, le=3600)
+    timeout_seconds: WholeNumber = Field(default=900, ge=120, le=3600)
     """How long Pulumi waits for the monitoring release to become ready."""
 
     @field_validator("backend", mode="before")

@@ -5,7 +5,7 @@ from typing import Self
 from pydantic import Field, model_validator
 
 from config.base import ConfigModel
-from config.types import KubernetesName, PinnedImage
+from config.types import Flag, KubernetesName, PinnedImage, WholeNumber
 
 DEFAULT_IMAGE = (
     "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0"
@@ -22,7 +22,7 @@ class SmokeTestConfig(ConfigModel):
     """A Kubernetes Job on one GPU pool: Karpenter launches a node, the GPU Operator makes the GPU usable,
     the job runs a CUDA check, finishes and is deleted so Karpenter can consolidate the node away."""
 
-    enabled: bool = False
+    enabled: Flag = False
     """Declare the job (`pulumi up` then waits for it to succeed)."""
     node_pool: KubernetesName | None = None
     """The GPU pool (a `nodePools[].name`) to run on; required when enabled."""
@@ -33,9 +33,9 @@ class SmokeTestConfig(ConfigModel):
     """Command of the check (default: the image's own, which runs vectorAdd)."""
     namespace: KubernetesName = "gpu-smoke-test"
     """Namespace created for the job."""
-    timeout_seconds: int = Field(default=1800, ge=300, le=7200)
+    timeout_seconds: WholeNumber = Field(default=1800, ge=300, le=7200)
     """Deadline of the job: node launch, image pull and GPU Operator setup take several minutes."""
-    ttl_seconds_after_finished: int = Field(default=600, ge=0)
+    ttl_seconds_after_finished: WholeNumber = Field(default=600, ge=0)
     """How long the finished job (and its pod) stay for `kubectl logs` before Kubernetes deletes them."""
 
     @model_validator(mode="after")

@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BeforeValidator, Field
+from pydantic import AfterValidator, BeforeValidator, Field, Strict
 
 from facts.cron import check_schedule
 from facts.partitions import PARTITIONS
@@ -282,7 +282,15 @@ InstanceType = Annotated[
     ),
 ]
 
-PositiveInt = Annotated[int, Field(ge=1)]
+Flag = Annotated[bool, Strict()]
+"""`true` or `false`, unquoted, as YAML writes a boolean: pydantic's lax mode would also take 1 and 0 and
+strings such as "yes", "off" or "false", so a quoted or mistyped value would pass as a setting."""
+
+WholeNumber = Annotated[int, Strict()]
+"""An integer as the stack file writes it: lax mode would also take `true` (as 1), a quoted "3" and 3.0, none
+of which Kubernetes or AWS would accept in an integer field."""
+
+PositiveInt = Annotated[int, Strict(), Field(ge=1)]
 
 _TAG_CHARS = re.compile(r"[\w\s.:/=+\-@]*")
 """AWS tag keys and values: letters, digits, spaces and `_ . : / = + - @` (AWS Tagging Best Practices,

@@ -424,6 +424,74 @@ def test_messages_use_the_words_of_the_stack_file(sections: dict[str, Any], expe
     assert expected in line, line
 
 
+# --- scalars taken as written: no true for a number, no quoted number, no 1 for true ---------------------
+
+
+@pytest.mark.parametrize(
+    ("sections", "expected"),
+    [
+        (
+            {"cluster": {"name": "a", "logRetentionDays": True}},
+            "gpu-eks:cluster.logRetentionDays = true: must be a whole number, not true or false",
+        ),
+        (
+            {"cluster": {"name": "a", "systemNodes": {"minSize": "3"}}},
+            """gpu-eks:cluster.systemNodes.minSize = '3': must be a whole number, unquoted (3, not "3")""",
+        ),
+        (
+            {"nodePools": [gpu(rootVolume={"sizeGib": 200.0})]},
+            "gpu-eks:nodePools[0].rootVolume.sizeGib = 200.0: must be a whole number, without a decimal "
+            "point",
+        ),
+        (
+            {"nodePools": [gpu(timeSlicing={"replicas": "4"})]},
+            "gpu-eks:nodePools[0].timeSlicing.replicas = '4': must be a whole number, unquoted "
+            '(4, not "4")',
+        ),
+        (
+            {"nodePools": [gpu(kubelet={"maxPods": False})]},
+            "gpu-eks:nodePools[0].kubelet.maxPods = false: must be a whole number, not true or false",
+        ),
+        ({"karpenter": {"replicas": 2.0}}, "gpu-eks:karpenter.replicas = 2.0: must be a whole number"),
+        (
+            {"gpuOperator": {"mig": {"config": {"custom": [{"devices": ["0"], "mig-enabled": True}]}}}},
+            "gpu-eks:gpuOperator.mig.config.custom[0].devices = ['0']: must be all or a non-empty list of "
+            "GPU indexes, unquoted",
+        ),
+        (
+            {"gpuOperator": {"mig": {"config": {"custom": [{"device-filter": 5, "mig-enabled": True}]}}}},
+            "gpu-eks:gpuOperator.mig.config.custom[0].device-filter = 5: must be a PCI device ID such as "
+            "0x233010DE, or a list of them",
+        ),
+        (
+            {"cluster": {"name": "a", "protect": 1}},
+            "gpu-eks:cluster.protect = 1: must be true or false, not a number",
+        ),
+        (
+            {"cluster": {"name": "a", "protect": "yes"}},
+            "gpu-eks:cluster.protect = 'yes': must be true or false, unquoted",
+        ),
+        (
+            {"cluster": {"name": "a", "endpoint": {"publicAccess": "false"}}},
+            "gpu-eks:cluster.endpoint.publicAccess = 'false': must be true or false, unquoted",
+        ),
+        ({"nodePools": [gpu(efa=0)]}, "gpu-eks:nodePools[0].efa = 0: must be true or false, not a number"),
+        (
+            {"karpenter": {"featureGates": {"nodeRepair": "on"}}},
+            "gpu-eks:karpenter.featureGates.nodeRepair = 'on': must be true or false, unquoted",
+        ),
+        (
+            {"smokeTest": {"enabled": "true"}},
+            "gpu-eks:smokeTest.enabled = 'true': must be true or false, unquoted",
+        ),
+    ],
+)
+def test_numbers_and_switches_are_taken_as_written(sections: dict[str, Any], expected: str) -> None:
+    line = refused(**sections)
+    assert line.startswith(expected), line
+    assert not re.search(r"\b(True|False|None)\b", line), line
+
+
 # --- the keys of issue 10 (private access, automation, add-ons, upgrades, logs, profile, node guard) ----
 
 
@@ -557,7 +625,7 @@ def test_a_role_of_another_partition_than_the_region_is_refused(cluster: dict[st
     [
         (
             {"observability": {"backend": False}},
-            "gpu-eks:observability.backend = False: must be 'none', 'inCluster' or 'managed' (an unquoted "
+            "gpu-eks:observability.backend = false: must be 'none', 'inCluster' or 'managed' (an unquoted "
             "off in YAML reads as false: write none)",
         ),
         (
@@ -589,7 +657,7 @@ def test_a_role_of_another_partition_than_the_region_is_refused(cluster: dict[st
         ),
         (
             {"observability": {"grafana": True}},
-            "gpu-eks:observability.grafana = True: unknown key; accepted keys: backend, namespace, "
+            "gpu-eks:observability.grafana = true: unknown key; accepted keys: backend, namespace, "
             "prometheus, timeoutSeconds",
         ),
         (
@@ -606,7 +674,7 @@ def test_a_role_of_another_partition_than_the_region_is_refused(cluster: dict[st
         ),
         (
             {"nodePools": [GPU_POOL], "gpuOperator": {"dcgmExporter": {"serviceMonitor": True}}},
-            "gpu-eks:gpuOperator.dcgmExporter.serviceMonitor = True: needs the Prometheus Operator CRDs, "
+            "gpu-eks:gpuOperator.dcgmExporter.serviceMonitor = true: needs the Prometheus Operator CRDs, "
             "which only an observability backend installs: set gpu-eks:observability.backend to inCluster "
             "or managed, or leave serviceMonitor unset",
         ),

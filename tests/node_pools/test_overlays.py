@@ -237,7 +237,7 @@ def test_the_gate_off_with_a_sharing_pool_is_refused_naming_both_keys() -> None:
     assert monitor.registrations == []
     (problem,) = error.problems
     text = str(problem)
-    assert text.startswith("gpu-eks:karpenter.featureGates.nodeOverlay = False: ")
+    assert text.startswith("gpu-eks:karpenter.featureGates.nodeOverlay = false: ")
     assert "gpu-eks:nodePools[0].mig.profile (gpu-mig)" in text
     assert "gpu-eks:karpenter.gpuSharingOverlays" in text
 
@@ -256,7 +256,7 @@ def test_overlays_can_be_turned_off_except_for_mixed_pools() -> None:
     with pytest.raises(ConfigError) as caught:
         stack(MIG_POOL, karpenter={"gpuSharingOverlays": False}, gpuOperator={"mig": {"strategy": "mixed"}})
     (problem,) = caught.value.problems
-    assert str(problem).startswith("gpu-eks:karpenter.gpuSharingOverlays = False: MIG pool 'gpu-mig'")
+    assert str(problem).startswith("gpu-eks:karpenter.gpuSharingOverlays = false: MIG pool 'gpu-mig'")
 
 
 def test_an_explicit_gate_without_sharing_pools_is_kept() -> None:
