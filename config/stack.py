@@ -38,7 +38,7 @@ from config.network import NetworkConfig
 from config.node_pools import GpuUnits, NodePoolConfig
 from config.observability import ObservabilityConfig
 from config.smoke_test import SmokeTestConfig
-from config.types import AwsProfile, AwsRegion
+from config.types import AwsProfile, AwsRegion, documentation_range
 from facts.aws_provider import provider_config_keys
 from facts.partitions import Partition, partition_of_arn, partition_of_region
 
@@ -313,8 +313,21 @@ def _gpu_units(pool: NodePoolConfig, config: StackConfig) -> GpuUnits | None:
 
 
 def config_warnings(config: StackConfig) -> list[str]:
-    """What is allowed but worth a second look in `pulumi preview` (an implausibly large pool)."""
-    return [
+    """What is allowed but worth a second look in `pulumi preview`: an implausibly large pool, an API allow
+    list entry that is still a documentation placeholder (the committed prod stack's runner address)."""
+    endpoint = config.cluster.endpoint
+    placeholders = [
+        f"{PROJECT}:cluster.endpoint.{key}[{index}] = {cidr!r}: lies in {documentation}, a range reserved "
+        "for documentation that no runner sends from, so nothing could reach the API through it: put your "
+        "runner's egress address there before pulumi up (README: Bootstrapping a private production cluster)"
+        for key, cidrs in (
+            ("publicAccessCidrs", endpoint.public_access_cidrs if endpoint.public_access else ()),
+            ("privateAccessCidrs", endpoint.private_access_cidrs),
+        )
+        for index, cidr in enumerate(cidrs)
+        if (documentation := documentation_range(cidr)) is not None
+    ]
+    return placeholders + [
         f"{PROJECT}:nodePools[{index}].limits: {case}"
         for index, pool in enumerate(config.node_pools)
         if (case := pool.worst_case(_gpu_units(pool, config)))

@@ -7,7 +7,7 @@ which the loader turns into a message naming the config key.
 import difflib
 import ipaddress
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Field, Strict
@@ -73,12 +73,37 @@ _NOT_PUBLIC = tuple(
 """Ranges from which no request reaches a public endpoint (IANA special-purpose registries, RFC 6890)."""
 
 
-def _check_public_cidr(value: str) -> str:
-    network = ipaddress.ip_network(_check_cidr_block(value))
-    inside = next(
-        (n for n in _NOT_PUBLIC if n.version == network.version and network.subnet_of(n)),  # type: ignore[arg-type]
+DOCUMENTATION_RANGES = tuple(
+    ipaddress.ip_network(n)
+    for n in (
+        "192.0.2.0/24",  # TEST-NET-1 (RFC 5737)
+        "198.51.100.0/24",  # TEST-NET-2 (RFC 5737)
+        "203.0.113.0/24",  # TEST-NET-3 (RFC 5737)
+        "2001:db8::/32",  # IPv6 documentation prefix (RFC 3849)
+    )
+)
+"""Ranges reserved for examples in documentation: no real host sends from them, so an allow list entry
+inside one is a placeholder nobody replaced."""
+
+
+def _range_holding(
+    cidr: str, ranges: Iterable[ipaddress.IPv4Network | ipaddress.IPv6Network]
+) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
+    """The first of `ranges` that holds the (valid) CIDR block `cidr`, if any."""
+    network = ipaddress.ip_network(cidr)
+    return next(
+        (n for n in ranges if n.version == network.version and network.subnet_of(n)),  # type: ignore[arg-type]
         None,
     )
+
+
+def documentation_range(cidr: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
+    """The documentation range that holds `cidr` (a valid CIDR block), if any."""
+    return _range_holding(cidr, DOCUMENTATION_RANGES)
+
+
+def _check_public_cidr(value: str) -> str:
+    inside = _range_holding(_check_cidr_block(value), _NOT_PUBLIC)
     if inside is not None:
         raise ValueError(
             f"must be a public range: {value} is private or reserved address space ({inside}), from which no "

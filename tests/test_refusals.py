@@ -305,8 +305,43 @@ def test_the_worst_case_of_a_sliced_pool_counts_physical_gpus() -> None:
     assert run_program(config(nodePools=[{**SLICED, "limits": {"nvidia.com/gpu": "400"}}])).warnings == []
 
 
-def test_committed_stacks_get_no_warning(any_stack: Any) -> None:
-    assert any_stack.warnings == []
+def test_committed_stacks_get_no_warning_but_the_placeholder_runner_address(any_stack: Any) -> None:
+    # Pulumi.prod.yaml is committed in its bootstrap state, with a documentation address where the
+    # deployer's runner address goes (README, "Bootstrapping a private production cluster").
+    placeholder = [w for w in any_stack.warnings if "a range reserved for documentation" in w]
+    assert any_stack.warnings == placeholder
+    allowed = any_stack.one("eks:index:Cluster").inputs.get("publicAccessCidrs", [])
+    assert len(placeholder) == ("203.0.113.10/32" in allowed)
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "expected"),
+    [
+        (
+            {"publicAccessCidrs": ["198.51.100.0/28", "52.1.2.3/32"]},
+            ["gpu-eks:cluster.endpoint.publicAccessCidrs[0] = '198.51.100.0/28': lies in 198.51.100.0/24"],
+        ),
+        (
+            {"publicAccess": False, "privateAccessCidrs": ["10.1.0.0/16", "192.0.2.8/29"]},
+            ["gpu-eks:cluster.endpoint.privateAccessCidrs[1] = '192.0.2.8/29': lies in 192.0.2.0/24"],
+        ),
+        (
+            {"privateAccessCidrs": ["2001:db8::/48"]},
+            ["privateAccessCidrs[0] = '2001:db8::/48': lies in 2001:db8::/32"],
+        ),
+        ({"publicAccessCidrs": ["203.0.114.0/24"]}, []),
+    ],
+)
+def test_a_documentation_address_in_an_api_allow_list_is_warned_of(
+    endpoint: dict[str, Any], expected: list[str]
+) -> None:
+    run = run_program(config(cluster={"name": "ml-test", "endpoint": endpoint}))
+    assert run.of_type("eks:index:Cluster")
+    assert len(run.warnings) == len(expected)
+    for warning, start in zip(run.warnings, expected, strict=True):
+        assert start in warning
+        assert "no runner sends from" in warning
+        assert "Bootstrapping a private production cluster" in warning
 
 
 def test_quantities_accept_unquoted_numbers_as_kubernetes_does() -> None:
