@@ -14,16 +14,21 @@ tolerates the GPU taint. GPU pods keep their GPUs: the device plugin passes them
 the variable. See `facts.al2023_nvidia`.
 
 On a node without the NVIDIA runtime (CPU instances get the standard AL2023 variant) the script does nothing.
-If the setting cannot be written on a GPU node, it masks kubelet: the node never joins, and Karpenter deletes
-the NodeClaim after its registration timeout, rather than running pods that could see GPUs they did not
-request."""
+If the setting cannot be written on a GPU node, a drop-in on kubelet's unit makes every start of kubelet fail
+(with the reason in kubelet's journal): the node never joins, and Karpenter deletes the NodeClaim after its
+registration timeout, rather than running pods that could see GPUs they did not request. (`systemctl mask`
+would not do: the AMI keeps kubelet's unit in `/etc/systemd/system`, where mask refuses to overwrite it.)"""
 
 from facts.al2023_nvidia import (
     ACCEPT_ENVVAR_UNPRIVILEGED_KEY,
+    KUBELET_UNIT_DROP_IN_DIR,
     NVIDIA_CONTAINER_RUNTIME,
     NVIDIA_CONTAINER_RUNTIME_CONFIG,
     NVIDIA_CTK,
 )
+
+KUBELET_BLOCK_DROP_IN = f"{KUBELET_UNIT_DROP_IN_DIR}/99-gpu-eks-no-gpu-isolation.conf"
+"""Written only when the setting could not be made: kubelet's every start fails, without restarts."""
 
 BOUNDARY = "==gpu-eks=="
 """MIME boundary of the archive, fixed so that the rendered user data (and the EC2NodeClass) is stable."""
@@ -40,13 +45,22 @@ if {NVIDIA_CTK} config --config-file="$config" --in-place --set "$key=false" \\
     && grep -Eq "^$key *= *false$" "$config"; then
   echo "gpu-eks: $key = false in $config"
 else
-  echo "gpu-eks: could not set $key = false in $config; kubelet masked, this node will not join" >&2
-  systemctl mask kubelet.service
+  reason="gpu-eks: could not set $key = false in $config, so this node does not join"
+  echo "$reason" >&2
+  mkdir -p {KUBELET_UNIT_DROP_IN_DIR}
+  cat > {KUBELET_BLOCK_DROP_IN} <<EOF
+[Service]
+Restart=no
+ExecStartPre=/bin/sh -c "echo '$reason' >&2 && exit 1"
+EOF
+  systemctl daemon-reload
   exit 1
 fi
 """
 """The shell part. `nvidia-ctk config --in-place --set` is NVIDIA Container Toolkit 1.19's way to edit its
-config (the AMI ships the toolkit); the grep checks the result rather than trusting the exit code alone."""
+config (the AMI ships the toolkit); the grep checks the result rather than trusting the exit code alone. The
+drop-in's `ExecStartPre` is added to the unit's own and fails each start, `Restart=no` stops the unit's
+restarts, and the daemon-reload before nodeadm starts kubelet makes systemd read it."""
 
 
 def al2023_user_data() -> str:

@@ -6,7 +6,8 @@ Sources (facts, not code):
   `nodeadm/internal/containerd/runtime_config_nvidia.go` (containerd's default runtime is `nvidia` when
   `/usr/bin/nvidia-container-runtime` exists),
   `templates/al2023/runtime/rootfs/etc/systemd/system/nodeadm-{config,run}.service` (nodeadm configures before
-  cloud-init and starts containerd and kubelet after `cloud-final`, so user-data scripts run before any pod).
+  cloud-init and starts containerd and kubelet after `cloud-final`, so user-data scripts run before any pod),
+  `templates/al2023/runtime/rootfs/etc/systemd/system/kubelet.service` (kubelet's unit, `Restart=on-failure`).
 - NVIDIA/nvidia-container-toolkit tag v1.19.1 @ 09ceee5dde66ba9ce25c7cc69b1ebd5e6e3266fa:
   `api/config/v1/config.go` (the config file and its default
   `accept-nvidia-visible-devices-envvar-when-unprivileged = true`), `cmd/nvidia-ctk/config/config.go`
@@ -19,6 +20,9 @@ Sources (facts, not code):
 NVIDIA_CONTAINER_RUNTIME = "/usr/bin/nvidia-container-runtime"
 """Present on the NVIDIA variant only; nodeadm then makes `nvidia` containerd's default runtime."""
 NVIDIA_CTK = "/usr/bin/nvidia-ctk"
+KUBELET_UNIT_DROP_IN_DIR = "/etc/systemd/system/kubelet.service.d"
+"""Drop-ins of kubelet's unit. The AMI installs the unit itself in `/etc/systemd/system`, so `systemctl mask`
+cannot replace it ("File exists"); a drop-in is how to keep it from starting."""
 NVIDIA_CONTAINER_RUNTIME_CONFIG = "/etc/nvidia-container-runtime/config.toml"
 ACCEPT_ENVVAR_UNPRIVILEGED_KEY = "accept-nvidia-visible-devices-envvar-when-unprivileged"
 """Top-level key of the runtime config. `true` (the default) lets an unprivileged container that requested no

@@ -92,7 +92,12 @@ def node(
 def nodeclaim(
     name: str, pool: str, *, launched_minutes_ago: float, initialized: str = "Unknown", deleting: bool = False
 ) -> Any:
-    metadata: dict[str, Any] = {"name": name, "uid": f"uid-{name}", "labels": {NODEPOOL_LABEL: pool}}
+    metadata: dict[str, Any] = {
+        "name": name,
+        "uid": f"uid-{name}",
+        "resourceVersion": f"rv-{name}",
+        "labels": {NODEPOOL_LABEL: pool},
+    }
     if deleting:
         metadata["deletionTimestamp"] = stamp(0)
     return {
@@ -183,7 +188,12 @@ def test_uninitialized_nodeclaims_are_deleted_after_the_timeout() -> None:
     ]
     decisions = guard.decide([], claims, GUARD_CONFIG, NOW)
     (deletion,) = decisions.delete
-    assert (deletion.nodeclaim, deletion.uid, deletion.pool) == ("stuck", "uid-stuck", "plain")
+    assert (deletion.nodeclaim, deletion.uid, deletion.resource_version, deletion.pool) == (
+        "stuck",
+        "uid-stuck",
+        "rv-stuck",
+        "plain",
+    )
     event = deletion.event
     assert (event.kind, event.api_version, event.type, event.reason) == (
         "NodeClaim",
@@ -287,7 +297,8 @@ def test_requests_are_safe_against_concurrent_changes() -> None:
     ]
     (delete,) = [r for r in requests if r[0] == "DELETE"]
     assert delete[1] == f"{guard.NODECLAIMS}/stuck"
-    assert delete[2]["preconditions"] == {"uid": "uid-stuck"}
+    # Neither another NodeClaim of the same name nor this one after any change (it may have initialized).
+    assert delete[2]["preconditions"] == {"uid": "uid-stuck", "resourceVersion": "rv-stuck"}
     reasons = sorted(r[2]["reason"] for r in requests if r[0] == "POST")
     assert reasons == ["InitializationTimeout", "MigConfigFailed", "MigGateLifted"]
 

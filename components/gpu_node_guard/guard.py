@@ -144,6 +144,7 @@ class Deletion:
 
     nodeclaim: str
     uid: str
+    resource_version: str
     pool: str
     event: Event
 
@@ -263,6 +264,7 @@ def decide(
             Deletion(
                 nodeclaim=name,
                 uid=uid,
+                resource_version=metadata.get("resourceVersion", ""),
                 pool=pool,
                 event=Event(
                     "NodeClaim",
@@ -423,7 +425,12 @@ class Api:
         self._call("PATCH", f"{NODES}/{action.node}", patch, "application/json-patch+json")
 
     def delete_nodeclaim(self, action: Deletion) -> None:
-        options = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": action.uid}}
+        # With the resourceVersion, a NodeClaim that initialized (or changed at all) since it was listed is
+        # not deleted (409); the next sync decides again.
+        preconditions = {"uid": action.uid}
+        if action.resource_version:
+            preconditions["resourceVersion"] = action.resource_version
+        options = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": preconditions}
         self._call("DELETE", f"{NODECLAIMS}/{action.nodeclaim}", options)
 
     def record(self, event: Event, now: datetime.datetime) -> None:

@@ -5,6 +5,8 @@ sandbox."""
 import email
 import email.policy
 import os
+import re
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -12,9 +14,10 @@ from typing import Any
 
 import pytest
 
-from components.node_user_data import GPU_ISOLATION_SCRIPT, al2023_user_data
+from components.node_user_data import GPU_ISOLATION_SCRIPT, KUBELET_BLOCK_DROP_IN, al2023_user_data
 from facts.al2023_nvidia import (
     ACCEPT_ENVVAR_UNPRIVILEGED_KEY,
+    KUBELET_UNIT_DROP_IN_DIR,
     NVIDIA_CONTAINER_RUNTIME,
     NVIDIA_CONTAINER_RUNTIME_CONFIG,
     NVIDIA_CTK,
@@ -23,6 +26,8 @@ from synth.runner import ProgramRun
 from tests.support.crd_check import validate
 
 NODECLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
+KUBELET_UNIT = Path(__file__).parents[1] / "fixtures" / "amazon-eks-ami" / "kubelet.service"
+"""The AMI's own kubelet unit (tests/fixtures/README.md)."""
 
 
 def _parts(user_data: str) -> list[Any]:
@@ -73,7 +78,8 @@ def _run(tmp_path: Path, *, runtime: bool, ctk: str) -> tuple[subprocess.Complet
     config.parent.mkdir(parents=True)
     config.write_text(f"{ACCEPT_ENVVAR_UNPRIVILEGED_KEY} = true\n")
     script = GPU_ISOLATION_SCRIPT
-    for path in (NVIDIA_CONTAINER_RUNTIME, NVIDIA_CTK, NVIDIA_CONTAINER_RUNTIME_CONFIG):
+    moved = (NVIDIA_CONTAINER_RUNTIME, NVIDIA_CTK, NVIDIA_CONTAINER_RUNTIME_CONFIG, KUBELET_UNIT_DROP_IN_DIR)
+    for path in moved:
         script = script.replace(path, f"{root}{path}")
     (root / "usr/bin").mkdir(parents=True)
     if runtime:
@@ -110,10 +116,50 @@ def test_a_node_without_the_nvidia_runtime_is_left_alone(tmp_path: Path) -> None
     assert not calls.exists()
 
 
+def _drop_in(tmp_path: Path) -> Path:
+    return tmp_path / "root" / KUBELET_BLOCK_DROP_IN.lstrip("/")
+
+
 @pytest.mark.parametrize("ctk", ["exit 1", "true"], ids=["nvidia-ctk fails", "nvidia-ctk changes nothing"])
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 def test_a_gpu_node_that_cannot_get_the_setting_never_joins(tmp_path: Path, ctk: str) -> None:
     result, _, calls = _run(tmp_path, runtime=True, ctk=ctk)
     assert result.returncode == 1
-    assert calls.read_text() == "mask kubelet.service\n"
-    assert "kubelet masked" in result.stderr
+    assert "so this node does not join" in result.stderr
+    # The drop-in is in place before systemd rereads its units; nothing is masked (mask fails on the AMI).
+    assert _drop_in(tmp_path).is_file()
+    assert calls.read_text() == "daemon-reload\n"
+
+
+@pytest.mark.skipif(
+    shutil.which("bash") is None or shutil.which("systemd-analyze") is None, reason="needs bash and systemd"
+)
+def test_the_drop_in_keeps_the_amis_kubelet_from_starting(tmp_path: Path) -> None:
+    """systemd's own parser merges the AMI's kubelet unit with the drop-in the script writes: no restarts, and
+    a start command after the unit's own that fails with the reason."""
+    _run(tmp_path, runtime=True, ctk="exit 1")
+    units = tmp_path / "units"
+    (units / "kubelet.service.d").mkdir(parents=True)
+    # verify insists that each command exists: the unit's own two are stood in for by /bin/true.
+    unit = KUBELET_UNIT.read_text().replace("/sbin/iptables -P FORWARD ACCEPT -w 5", "/bin/true")
+    unit = unit.replace("/usr/bin/kubelet", "/bin/true")
+    (units / "kubelet.service").write_text(unit)
+    shutil.copy(_drop_in(tmp_path), units / "kubelet.service.d")
+    verify = subprocess.run(
+        ["systemd-analyze", "verify", "--man=no", str(units / "kubelet.service")],
+        env={**os.environ, "SYSTEMD_LOG_LEVEL": "debug"},
+        text=True,
+        capture_output=True,
+        check=False,
+    )
+    assert verify.returncode == 0, verify.stderr
+    dump = verify.stdout + verify.stderr
+    assert re.search(r"^\s*Restart: no$", dump, re.MULTILINE), dump
+    block = dump[dump.index("-> ExecStartPre:") : dump.index("-> ExecStart:")]
+    commands = re.findall(r"Command Line: (.*)$", block, re.MULTILINE)
+    assert commands[0] == "/bin/true"  # the unit's own (iptables), then the drop-in's
+    argv = shlex.split(commands[-1])
+    assert argv[:2] == ["/bin/sh", "-c"]
+    start = subprocess.run(argv, text=True, capture_output=True, check=False)
+    assert start.returncode == 1
+    assert f"could not set {ACCEPT_ENVVAR_UNPRIVILEGED_KEY} = false in" in start.stderr
