@@ -224,6 +224,18 @@ def pulumi_eks_child_urn(cluster_urn: str, child_type: str, child_name: str) -> 
     return f"{head}${child_type}::{child_name}"
 
 
+def adopted_log_group(name: str, existing: Sequence[str]) -> str | None:
+    """The import id of the control-plane log group when it exists already, else None (create it).
+
+    EKS writes the last control-plane logs while a cluster is deleted and recreates the group to do so
+    (terraform-aws-modules/terraform-aws-eks issues #920, #2486, #2763), so after `pulumi destroy` the group
+    is back, and creating it again would fail with ResourceAlreadyExistsException. With the import option
+    the engine adopts it and then sets this stack's retention and tags; while the group is in the stack's
+    state under that id, the option changes nothing (pulumi/pulumi `developer-docs/architecture/import.md`).
+    """
+    return name if name in existing else None
+
+
 class Cluster(pulumi.ComponentResource):
     """An EKS cluster in API authentication mode with an on-demand system node group."""
 
@@ -268,17 +280,19 @@ class Cluster(pulumi.ComponentResource):
         self.kubernetes_version = config.kubernetes_version
 
         # EKS would create this group itself on first use, with no retention; ours exists first.
-        log_group = (
-            aws.cloudwatch.LogGroup(
+        log_group = None
+        if config.log_types:
+            group_name = control_plane_log_group(config.name)
+            existing = aws.cloudwatch.get_log_groups(log_group_name_prefix=group_name).log_group_names
+            log_group = aws.cloudwatch.LogGroup(
                 f"{name}-control-plane-logs",
-                name=control_plane_log_group(config.name),
+                name=group_name,
                 retention_in_days=config.log_retention_days,
                 tags=tags,
-                opts=protected,
+                opts=pulumi.ResourceOptions.merge(
+                    protected, pulumi.ResourceOptions(import_=adopted_log_group(group_name, existing))
+                ),
             )
-            if config.log_types
-            else None
-        )
         cluster = eks.Cluster(
             name,
             name=config.name,

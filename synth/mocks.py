@@ -91,8 +91,13 @@ def zone_id_prefix(region: str) -> str:
 class AwsMocks(pulumi.runtime.Mocks):
     """Resource and invoke mocks for everything gpu-eks declares."""
 
-    def __init__(self, region: str, account_id: str = ACCOUNT_ID) -> None:
+    def __init__(
+        self, region: str, account_id: str = ACCOUNT_ID, existing_log_groups: tuple[str, ...] = ()
+    ) -> None:
+        """`existing_log_groups`: names of log groups the account holds before the program runs (none in a
+        new account)."""
         self.region = region
+        self.existing_log_groups = existing_log_groups
         self.account_id = account_id
         self.partition = partition_of_region(region)
         self.dns_suffix = dns_suffix(self.partition)
@@ -416,5 +421,18 @@ class AwsMocks(pulumi.runtime.Mocks):
                 "version": build.replace("-eksbuild.1", "-eksbuild.3") if most_recent else build,
                 "region": self.region,
                 "id": addon,
+            }, []
+        if token == "aws:cloudwatch/getLogGroups:getLogGroups":
+            # Names and ARNs (without DescribeLogGroups' trailing `:*`) of the groups whose names start with
+            # the prefix; id: the region (pulumi_aws/cloudwatch/get_log_groups.py; terraform-provider-aws
+            # logs/groups_data_source.go: `d.SetId(Region)`, `TrimLogGroupARNWildcardSuffix`).
+            prefix = str(args.args.get("logGroupNamePrefix") or "")
+            names = [n for n in self.existing_log_groups if n.startswith(prefix)]
+            return {
+                "arns": [self._arn("logs", f"log-group:{n}") for n in names],
+                "logGroupNames": names,
+                "logGroupNamePrefix": prefix or None,
+                "region": self.region,
+                "id": self.region,
             }, []
         raise NotImplementedError(f"no mock for invoke {token}: add one that answers like AWS would")

@@ -72,6 +72,8 @@ class Registration:
     outputs: dict[str, Any] = field(default_factory=dict)
     aliases: list[str] = field(default_factory=list)
     """URNs this resource had before (its `aliases` option): the engine moves their state to it."""
+    import_id: str | None = None
+    """Its `import_` option: the id of an existing resource the engine adopts instead of creating one."""
 
 
 class RecordingMonitor(MockMonitor):
@@ -140,6 +142,7 @@ class RecordingMonitor(MockMonitor):
                 delete_before_replace=bool(request.deleteBeforeReplace),
                 outputs=_unwrap(rpc.deserialize_properties(response.object), mask=False),
                 aliases=_alias_urns(request, response.urn),
+                import_id=request.importId or None,
             )
         )
         return response

@@ -84,6 +84,8 @@ def _resource_entry(resource: Registration) -> dict[str, Any]:
         entry["deleteBeforeReplace"] = True
     if resource.aliases:
         entry["aliases"] = sorted(short(a) for a in resource.aliases)
+    if resource.import_id:
+        entry["import"] = resource.import_id
     if resource.masked_inputs:
         entry["inputs"] = sorted_keys(resource.masked_inputs)
     return entry

@@ -10,6 +10,7 @@ from components.cluster import (
     SYSTEM_NODE_SELECTOR,
     AccessGrant,
     access_grants,
+    adopted_log_group,
     kubeconfig_with_profile,
     pulumi_eks_child_urn,
 )
@@ -17,8 +18,8 @@ from components.network import DISCOVERY_TAG
 from config.cluster import ClusterConfig
 from config.errors import ConfigError
 from facts.eks import ADDON_VERSION, LOG_RETENTION_DAYS
-from synth.mocks import default_addon_version
-from synth.runner import ProgramRun, run_program
+from synth.mocks import AwsMocks, default_addon_version
+from synth.runner import ProgramRun, RecordingMonitor, run_program
 from synth.snapshot import short
 from tests.conftest import stack_run
 from tests.helpers import config, run, run_failing
@@ -105,6 +106,31 @@ def test_control_plane_logs_go_to_a_log_group_created_first(stack: str, days: in
     assert group.inputs["retentionInDays"] == days
     assert group.urn in result.one("eks:index:Cluster").dependencies
     assert group.protect is (stack == "prod")
+
+
+def test_a_new_account_gets_the_log_group_created() -> None:
+    assert stack_run("dev").one(LOG_GROUP).import_id is None
+
+
+def test_a_log_group_left_by_a_deleted_cluster_is_adopted_with_this_stacks_settings() -> None:
+    """After `pulumi destroy` EKS has recreated the group to write the last logs: the next `up` imports it
+    (creating it would fail: it exists) and then gives it the stack's retention and tags."""
+    leftover = "/aws/eks/ml-test/cluster"
+    monitor = RecordingMonitor(AwsMocks("us-west-2", existing_log_groups=(leftover, f"{leftover}-archive")))
+    result = run_program(config(cluster={"name": "ml-test"}), monitor=monitor)
+    group = result.one(LOG_GROUP)
+    assert group.import_id == leftover
+    assert group.inputs["name"] == leftover
+    assert group.inputs["retentionInDays"] == 90
+    assert group.inputs["tags"]["gpu-eks/cluster"] == "ml-test"
+    assert group.urn in result.one("eks:index:Cluster").dependencies
+
+
+def test_only_the_clusters_own_group_is_adopted() -> None:
+    name = "/aws/eks/ml-test/cluster"
+    assert adopted_log_group(name, [name]) == name
+    assert adopted_log_group(name, [f"{name}-archive", "/aws/eks/ml-test/clusterx"]) is None
+    assert adopted_log_group(name, []) is None
 
 
 def test_no_log_types_no_log_group() -> None:

@@ -175,6 +175,17 @@ def test_event_rule_name_and_arn() -> None:
     assert state["arn"] == f"arn:aws:events:us-west-2:{ACCOUNT_ID}:rule/{state['name']}"
 
 
+def test_get_log_groups_lists_the_groups_under_the_prefix() -> None:
+    """pulumi_aws/cloudwatch/get_log_groups.py (`arns`, `log_group_names`); terraform-provider-aws
+    logs/groups_data_source.go: DescribeLogGroups by prefix, ARNs with the `:*` trimmed, id the region."""
+    mocks = AwsMocks("us-west-2", existing_log_groups=("/aws/eks/ml-dev/cluster", "/aws/lambda/other"))
+    result = call(mocks, "aws:cloudwatch/getLogGroups:getLogGroups", logGroupNamePrefix="/aws/eks/ml-dev/")
+    assert result["logGroupNames"] == ["/aws/eks/ml-dev/cluster"]
+    assert result["arns"] == [f"arn:aws:logs:us-west-2:{ACCOUNT_ID}:log-group:/aws/eks/ml-dev/cluster"]
+    assert result["id"] == "us-west-2"
+    assert call(US, "aws:cloudwatch/getLogGroups:getLogGroups", logGroupNamePrefix="/aws/eks/")["arns"] == []
+
+
 def test_log_group_id_is_its_name_and_arn_has_no_wildcard() -> None:
     """pulumi_aws/cloudwatch/log_group.py `arn`; terraform-provider-aws logs/group.go sets the id to the
     name and trims DescribeLogGroups' trailing `:*` from the ARN."""
