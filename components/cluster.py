@@ -8,7 +8,6 @@ once the control plane exists (and, on an upgrade, runs the new version), so the
 """
 
 import copy
-import ipaddress
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -88,21 +87,18 @@ class ApiAccessRule:
     """Logical-name suffix, derived from the source alone: adding a source never renames the others."""
     description: str
     cidr_ipv4: str | None = None
-    cidr_ipv6: str | None = None
     referenced_security_group_id: str | None = None
 
 
 def api_access_rules(endpoint: EndpointConfig) -> list[ApiAccessRule]:
     """One rule per `privateAccessCidrs` and `privateAccessSecurityGroupIds` entry."""
     rules = []
-    for cidr in endpoint.private_access_cidrs:
-        ipv6 = ipaddress.ip_network(cidr).version == 6
+    for cidr in endpoint.private_access_cidrs:  # IPv4 only: the cluster's API has IPv4 addresses only
         rules.append(
             ApiAccessRule(
-                name=f"api-from-{cidr.replace(':', '-').replace('/', '-')}",
+                name=f"api-from-{cidr.replace('/', '-')}",
                 description=f"Kubernetes API from {cidr} (cluster.endpoint.privateAccessCidrs)",
-                cidr_ipv6=cidr if ipv6 else None,
-                cidr_ipv4=None if ipv6 else cidr,
+                cidr_ipv4=cidr,
             )
         )
     for group in endpoint.private_access_security_group_ids:
@@ -339,7 +335,6 @@ class Cluster(pulumi.ComponentResource):
                 from_port=API_PORT,
                 to_port=API_PORT,
                 cidr_ipv4=rule.cidr_ipv4,
-                cidr_ipv6=rule.cidr_ipv6,
                 referenced_security_group_id=rule.referenced_security_group_id,
                 description=rule.description,
                 tags=tags,

@@ -8,10 +8,10 @@ from pydantic import Field, field_validator, model_validator
 from config.base import ConfigModel
 from config.types import (
     AwsTags,
-    CidrBlock,
     Flag,
     IamRoleArn,
     InstanceType,
+    PrivateAccessCidr,
     PublicCidr,
     SecurityGroupId,
     WholeNumber,
@@ -58,13 +58,15 @@ class EndpointConfig(ConfigModel):
     public_access: Flag = True
     """Reachable from the internet (restricted by `publicAccessCidrs`)."""
     private_access: Flag = True
-    """Reachable from inside the VPC; nodes then talk to the API without leaving it."""
+    """Reachable from inside the VPC; nodes then talk to the API without leaving it. Off, nodes use the public
+    endpoint from the VPC's NAT addresses: refused unless `publicAccessCidrs` is open to all (with an existing
+    VPC, a warning: the list must hold its NAT addresses)."""
     public_access_cidrs: tuple[PublicCidr, ...] = ("0.0.0.0/0",)
     """Allow list for the public endpoint."""
-    private_access_cidrs: tuple[CidrBlock, ...] = ()
-    """Networks outside the cluster's security group that may reach the private endpoint (tcp/443), e.g. the
-    CI runners' VPC behind a peering or transit gateway, or a VPN range. One ingress rule each on the
-    security group EKS creates for the cluster (which otherwise admits only itself)."""
+    private_access_cidrs: tuple[PrivateAccessCidr, ...] = ()
+    """IPv4 networks outside the cluster's security group that may reach the private endpoint (tcp/443),
+    e.g. the CI runners' VPC behind a peering or transit gateway, or a VPN range. One ingress rule each on
+    the security group EKS creates for the cluster (which otherwise admits only itself)."""
     private_access_security_group_ids: tuple[SecurityGroupId, ...] = ()
     """Security groups (in this VPC or a peered VPC of the region) whose members may reach the private
     endpoint (tcp/443), e.g. a self-hosted runner's or a bastion's. One ingress rule each."""

@@ -314,7 +314,8 @@ def _gpu_units(pool: NodePoolConfig, config: StackConfig) -> GpuUnits | None:
 
 def config_warnings(config: StackConfig) -> list[str]:
     """What is allowed but worth a second look in `pulumi preview`: an implausibly large pool, an API allow
-    list entry that is still a documentation placeholder (the committed prod stack's runner address)."""
+    list entry that is still a documentation placeholder (the committed prod stack's runner address), nodes
+    of an existing VPC that depend on the public allow list."""
     endpoint = config.cluster.endpoint
     placeholders = [
         f"{PROJECT}:cluster.endpoint.{key}[{index}] = {cidr!r}: lies in {documentation}, a range reserved "
@@ -327,11 +328,24 @@ def config_warnings(config: StackConfig) -> list[str]:
         for index, cidr in enumerate(cidrs)
         if (documentation := documentation_range(cidr)) is not None
     ]
-    return placeholders + [
-        f"{PROJECT}:nodePools[{index}].limits: {case}"
-        for index, pool in enumerate(config.node_pools)
-        if (case := pool.worst_case(_gpu_units(pool, config)))
-    ]
+    nodes = (
+        [
+            f"{PROJECT}:cluster.endpoint.privateAccess = false: nodes reach the API through the public "
+            "endpoint from the existing VPC's NAT addresses, so publicAccessCidrs must hold them, or no node "
+            "joins; privateAccess: true keeps that traffic inside the VPC"
+        ]
+        if config.network.existing is not None and _nodes_outside_public_allow_list(config)
+        else []
+    )
+    return (
+        placeholders
+        + nodes
+        + [
+            f"{PROJECT}:nodePools[{index}].limits: {case}"
+            for index, pool in enumerate(config.node_pools)
+            if (case := pool.worst_case(_gpu_units(pool, config)))
+        ]
+    )
 
 
 def _smoke_test_problems(config: StackConfig) -> list[ConfigProblem]:
@@ -430,10 +444,41 @@ def _cross_section_problems(config: StackConfig) -> list[ConfigProblem]:
 
 
 def _cluster_problems(config: StackConfig) -> list[ConfigProblem]:
+    return (
+        [
+            ConfigProblem(config_key(("cluster", *path)), message, value, True)
+            for path, message, value in config.cluster.problems()
+        ]
+        + _node_api_access_problems(config)
+        + _role_partition_problems(config)
+    )
+
+
+def _nodes_outside_public_allow_list(config: StackConfig) -> bool:
+    """Nodes would use the public endpoint (no private one) and its allow list is not open to all: they
+    reach it from the VPC's NAT addresses, which the list then has to hold."""
+    endpoint = config.cluster.endpoint
+    return not endpoint.private_access and "0.0.0.0/0" not in endpoint.public_access_cidrs
+
+
+def _node_api_access_problems(config: StackConfig) -> list[ConfigProblem]:
+    """In a VPC this stack creates, the NAT addresses exist only once it has run: no allow list can name
+    them, so no node (system or GPU) would ever join."""
+    if config.network.existing is not None or not _nodes_outside_public_allow_list(config):
+        return []
+    cidrs = ", ".join(config.cluster.endpoint.public_access_cidrs)
     return [
-        ConfigProblem(config_key(("cluster", *path)), message, value, True)
-        for path, message, value in config.cluster.problems()
-    ] + _role_partition_problems(config)
+        ConfigProblem(
+            f"{PROJECT}:cluster.endpoint.privateAccess",
+            f"is false while publicAccessCidrs admits only {cidrs}: the nodes would reach the API through "
+            "the public endpoint from the NAT gateways' addresses, which this stack creates and the list "
+            "cannot hold, so no node would join. Set privateAccess: true (nodes then reach the API inside "
+            "the VPC; publicAccessCidrs still limits who reaches it from outside), or open "
+            "publicAccessCidrs to 0.0.0.0/0",
+            False,
+            True,
+        )
+    ]
 
 
 def _role_partition_problems(config: StackConfig) -> list[ConfigProblem]:

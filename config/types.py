@@ -115,8 +115,18 @@ def _check_public_cidr(value: str) -> str:
 VpcCidr = Annotated[str, AfterValidator(_check_vpc_cidr)]
 """An IPv4 VPC CIDR from /16 to /20."""
 
-CidrBlock = Annotated[str, AfterValidator(_check_cidr_block)]
-"""Any IPv4 or IPv6 CIDR block (allow list of the private endpoint)."""
+
+def _check_ipv4_cidr_block(value: str) -> str:
+    if ipaddress.ip_network(_check_cidr_block(value)).version != 4:
+        raise ValueError(
+            "must be an IPv4 CIDR block such as 10.20.0.0/16: the cluster is IPv4, so its private endpoint "
+            "has IPv4 addresses only, which no IPv6 source reaches"
+        )
+    return value
+
+
+PrivateAccessCidr = Annotated[str, AfterValidator(_check_ipv4_cidr_block)]
+"""An IPv4 CIDR block (allow list of the private endpoint of an IPv4 cluster)."""
 
 PublicCidr = Annotated[str, AfterValidator(_check_public_cidr)]
 """A CIDR block of public addresses (allow list of a public endpoint)."""

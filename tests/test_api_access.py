@@ -53,6 +53,18 @@ def test_an_api_nothing_could_reach_is_refused_with_both_ways_out() -> None:
             {**PRIVATE_ONLY, "privateAccessCidrs": ["10.100.0.1/16"]},
             "gpu-eks:cluster.endpoint.privateAccessCidrs[0] = '10.100.0.1/16': must be a CIDR block",
         ),
+        (
+            {**PRIVATE_ONLY, "privateAccessCidrs": ["10.100.0.0/16", "2001:db8:1::/48"]},
+            "gpu-eks:cluster.endpoint.privateAccessCidrs[1] = '2001:db8:1::/48': must be an IPv4 CIDR block "
+            "such as 10.20.0.0/16: the cluster is IPv4",
+        ),
+        (
+            {"privateAccess": False, "publicAccessCidrs": ["198.51.100.7/32", "192.0.2.0/28"]},
+            "gpu-eks:cluster.endpoint.privateAccess = false: is false while publicAccessCidrs admits only "
+            "198.51.100.7/32, 192.0.2.0/28: the nodes would reach the API through the public endpoint from "
+            "the NAT gateways' addresses, which this stack creates and the list cannot hold, so no node "
+            "would join. Set privateAccess: true",
+        ),
     ],
 )
 def test_endpoint_mistakes_are_refused(endpoint: dict[str, Any], expected: str) -> None:
@@ -62,11 +74,32 @@ def test_endpoint_mistakes_are_refused(endpoint: dict[str, Any], expected: str) 
     assert monitor.registrations == []
 
 
+def test_nodes_on_the_public_endpoint_need_it_open_or_the_existing_vpcs_nat_addresses_listed() -> None:
+    """Without a private endpoint, nodes reach the API from their NAT addresses: fine when the public endpoint
+    is open to all; in an existing VPC the list may hold its NAT addresses, which the program cannot see, so
+    it warns instead of refusing."""
+    open_to_all = run(cluster={"name": "ml-test", "endpoint": {"privateAccess": False}})
+    assert open_to_all.one("eks:index:Cluster").inputs["endpointPrivateAccess"] is False
+    assert open_to_all.warnings == []
+    existing = {
+        "vpcId": "vpc-0123456789abcdef0",
+        "privateSubnetIds": ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"],
+    }
+    restricted = {"privateAccess": False, "publicAccessCidrs": ["34.210.0.0/28"]}
+    result = run(cluster={"name": "ml-test", "endpoint": restricted}, network={"existing": existing})
+    assert result.one("eks:index:Cluster").inputs["publicAccessCidrs"] == ["34.210.0.0/28"]
+    assert result.warnings == [
+        "gpu-eks:cluster.endpoint.privateAccess = false: nodes reach the API through the public endpoint "
+        "from the existing VPC's NAT addresses, so publicAccessCidrs must hold them, or no node joins; "
+        "privateAccess: true keeps that traffic inside the VPC"
+    ]
+
+
 def test_each_source_is_one_rule_named_after_it() -> None:
     endpoint = EndpointConfig.model_validate(
         {
             **PRIVATE_ONLY,
-            "privateAccessCidrs": ["10.100.0.0/16", "2001:db8::/56"],
+            "privateAccessCidrs": ["10.100.0.0/16", "172.16.8.0/22"],
             "privateAccessSecurityGroupIds": ["sg-0123456789abcdef0"],
         }
     )
@@ -77,9 +110,9 @@ def test_each_source_is_one_rule_named_after_it() -> None:
             cidr_ipv4="10.100.0.0/16",
         ),
         ApiAccessRule(
-            "api-from-2001-db8---56",
-            "Kubernetes API from 2001:db8::/56 (cluster.endpoint.privateAccessCidrs)",
-            cidr_ipv6="2001:db8::/56",
+            "api-from-172.16.8.0-22",
+            "Kubernetes API from 172.16.8.0/22 (cluster.endpoint.privateAccessCidrs)",
+            cidr_ipv4="172.16.8.0/22",
         ),
         ApiAccessRule(
             "api-from-sg-0123456789abcdef0",

@@ -326,8 +326,8 @@ def test_committed_stacks_get_no_warning_but_the_placeholder_runner_address(any_
             ["gpu-eks:cluster.endpoint.privateAccessCidrs[1] = '192.0.2.8/29': lies in 192.0.2.0/24"],
         ),
         (
-            {"privateAccessCidrs": ["2001:db8::/48"]},
-            ["privateAccessCidrs[0] = '2001:db8::/48': lies in 2001:db8::/32"],
+            {"publicAccessCidrs": ["2001:db8::/48"]},
+            ["publicAccessCidrs[0] = '2001:db8::/48': lies in 2001:db8::/32"],
         ),
         ({"publicAccessCidrs": ["203.0.114.0/24"]}, []),
     ],
