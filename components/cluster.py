@@ -309,8 +309,9 @@ class Cluster(pulumi.ComponentResource):
             else None,
             enabled_cluster_log_types=list(config.log_types),
             upgrade_policy=aws.eks.ClusterUpgradePolicyArgs(support_type=config.upgrade_policy),
-            # Every add-on is declared below, pinned; pulumi-eks would manage vpc-cni, kube-proxy (newest
-            # build on every up) and a self-managed CoreDNS.
+            # Every add-on is declared below, pinned; pulumi-eks would manage vpc-cni and kube-proxy (newest
+            # build on every up). It adds CoreDNS only with its default node group (none here), so turning
+            # that off only states the intent.
             use_default_vpc_cni=True,
             kube_proxy_addon_options=eks.KubeProxyAddonOptionsArgs(enabled=False),
             coredns_addon_options=eks.CoreDnsAddonOptionsArgs(enabled=False),

@@ -38,6 +38,20 @@ _EC2_ID_PREFIX = {
     "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule": "sgr",
 }
 
+# type token -> resource type in its ARN `arn:<partition>:ec2:<region>:<account>:<type>/<id>` (the EC2
+# resource types of the IAM Service Authorization Reference; terraform-provider-aws builds them, e.g.
+# `eipARN` "elastic-ip/", `securityGroupRuleARN` "security-group-rule/"). The NAT gateway and the route
+# table association have no `arn` (pulumi-aws 7.51.1: neither class has the property).
+_EC2_ARN_TYPE = {
+    "aws:ec2/vpc:Vpc": "vpc",
+    "aws:ec2/subnet:Subnet": "subnet",
+    "aws:ec2/internetGateway:InternetGateway": "internet-gateway",
+    "aws:ec2/routeTable:RouteTable": "route-table",
+    "aws:ec2/eip:Eip": "elastic-ip",
+    "aws:ec2/securityGroup:SecurityGroup": "security-group",
+    "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule": "security-group-rule",
+}
+
 # The default build of each add-on per Kubernetes minor, as `describe-addon-versions` would mark it
 # (`compatibilities[].defaultVersion`). The numbers are illustrative; the shape `v<x.y.z>-eksbuild.<n>` is
 # EKS's, and each add-on's build moves with the minor, as on EKS (kube-proxy carries the minor itself).
@@ -116,12 +130,10 @@ class AwsMocks(pulumi.runtime.Mocks):
         typ, inputs = args.typ, dict(args.inputs)
         state: dict[str, Any] = dict(inputs)
         if typ in _EC2_ID_PREFIX:
-            # EC2 ids and `arn:<partition>:ec2:<region>:<account>:<resource-type>/<id>` (every EC2 resource's
-            # `arn` docstring; the Terraform provider builds them with `RegionalARN`).
             prefix = _EC2_ID_PREFIX[typ]
             resource_id = f"{prefix}-{_digest(typ, args.name)}"
-            kind = "security-group-rule" if prefix == "sgr" else prefix
-            state["arn"] = self._arn("ec2", f"{kind}/{resource_id}")
+            if typ in _EC2_ARN_TYPE:
+                state["arn"] = self._arn("ec2", f"{_EC2_ARN_TYPE[typ]}/{resource_id}")
             if typ == "aws:ec2/vpc:Vpc":
                 state["defaultSecurityGroupId"] = f"sg-{_digest('default-sg', args.name)}"
             if typ == "aws:ec2/eip:Eip":
@@ -172,8 +184,10 @@ class AwsMocks(pulumi.runtime.Mocks):
     def _aws_iam_rolePolicyAttachment_RolePolicyAttachment(
         self, args: Any, state: dict[str, Any]
     ) -> tuple[str, dict[str, Any]]:
-        # id `<role>-<unique id>` (terraform-provider-aws iam/role_policy_attachment.go: PrefixedUniqueId).
-        return f"{state.get('role')}-{_digest(args.name, length=8)}", state
+        # id `<role>-<unique id>`: terraform-provider-aws iam/role_policy_attachment.go uses
+        # terraform-plugin-sdk's `id.PrefixedUniqueId("<role>-")`, a UTC timestamp to 1/10000 s without the
+        # dot (18 digits) and an 8-hex-digit counter (26 characters after the prefix).
+        return f"{state.get('role')}-202612010000000000{_digest(args.name, length=8)}", state
 
     def _aws_eks_nodeGroup_NodeGroup(self, args: Any, state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         # id `<cluster>:<node group>`; `arn:...:nodegroup/<cluster>/<name>/<uuid>`; `status` ACTIVE once
@@ -219,16 +233,16 @@ class AwsMocks(pulumi.runtime.Mocks):
     def _aws_eks_podIdentityAssociation_PodIdentityAssociation(
         self, args: Any, state: dict[str, Any]
     ) -> tuple[str, dict[str, Any]]:
-        # id `<cluster>,<association id>`; association ids `a-` + 17
+        # id: the association id, `a-` + 17 (`<cluster>,<association id>` is only the import format)
         # (pulumi_aws/eks/pod_identity_association.py `association_id`, `association_arn`;
-        # terraform-provider-aws eks/pod_identity_association.go).
+        # terraform-provider-aws eks/pod_identity_association.go: Create sets `ID = AssociationID`).
         association_id = f"a-{_digest(args.name)}"
         cluster = state.get("clusterName")
         state.update(
             associationId=association_id,
             associationArn=self._arn("eks", f"podidentityassociation/{cluster}/{association_id}"),
         )
-        return f"{cluster},{association_id}", state
+        return association_id, state
 
     def _aws_sqs_queue_Queue(self, args: Any, state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         # id: the queue URL `https://sqs.<region>.<dns suffix>/<account>/<name>`; `arn:...:sqs:...:<name>`

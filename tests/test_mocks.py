@@ -115,19 +115,27 @@ def test_cluster_security_group_id_is_a_security_group_id() -> None:
     [
         ("aws:ec2/vpc:Vpc", "vpc", "vpc"),
         ("aws:ec2/subnet:Subnet", "subnet", "subnet"),
-        ("aws:ec2/natGateway:NatGateway", "nat", "nat"),
-        ("aws:ec2/eip:Eip", "eipalloc", "eipalloc"),
-        ("aws:ec2/routeTable:RouteTable", "rtb", "rtb"),
+        ("aws:ec2/internetGateway:InternetGateway", "igw", "internet-gateway"),
+        ("aws:ec2/natGateway:NatGateway", "nat", None),
+        ("aws:ec2/eip:Eip", "eipalloc", "elastic-ip"),
+        ("aws:ec2/routeTable:RouteTable", "rtb", "route-table"),
+        ("aws:ec2/routeTableAssociation:RouteTableAssociation", "rtbassoc", None),
+        ("aws:ec2/securityGroup:SecurityGroup", "sg", "security-group"),
         ("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule", "sgr", "security-group-rule"),
     ],
 )
-def test_ec2_ids_and_arns(typ: str, prefix: str, kind: str) -> None:
-    """EC2 ids are `<prefix>-` and 17 hex digits; ARNs `arn:aws:ec2:<region>:<account>:<type>/<id>`
-    (each resource's `arn` docstring; security group rules: `security-group-rule/sgr-...` in
-    terraform-provider-aws ec2/vpc_security_group_ingress_rule.go `securityGroupRuleARN`)."""
+def test_ec2_ids_and_arns(typ: str, prefix: str, kind: str | None) -> None:
+    """EC2 ids are `<prefix>-` and 17 hex digits; ARNs `arn:aws:ec2:<region>:<account>:<type>/<id>` with
+    the resource types of the IAM Service Authorization Reference (terraform-provider-aws ec2/ec2_eip.go
+    `eipARN`: `elastic-ip/`; vpc_security_group_ingress_rule.go `securityGroupRuleARN`:
+    `security-group-rule/`). NAT gateways and route table associations have no `arn` output (their
+    pulumi-aws 7.51.1 classes have no such property)."""
     resource_id, state = resource(US, typ, "x")
     assert re.fullmatch(rf"{prefix}-[0-9a-f]{{17}}", str(resource_id))
-    assert state["arn"] == f"arn:aws:ec2:us-west-2:{ACCOUNT_ID}:{kind}/{resource_id}"
+    if kind is None:
+        assert "arn" not in state
+    else:
+        assert state["arn"] == f"arn:aws:ec2:us-west-2:{ACCOUNT_ID}:{kind}/{resource_id}"
     if prefix == "sgr":
         assert state["securityGroupRuleId"] == resource_id
 
@@ -194,6 +202,13 @@ def test_log_group_id_is_its_name_and_arn_has_no_wildcard() -> None:
     assert state["arn"] == f"arn:aws:logs:us-west-2:{ACCOUNT_ID}:log-group:/aws/eks/ml-dev/cluster"
 
 
+def test_role_policy_attachment_id_is_the_role_and_a_unique_suffix() -> None:
+    """terraform-provider-aws iam/role_policy_attachment.go: `id.PrefixedUniqueId("<role>-")`, whose suffix
+    (terraform-plugin-sdk helper/id) is 18 timestamp digits and an 8-hex-digit counter."""
+    attachment_id, _ = resource(US, "aws:iam/rolePolicyAttachment:RolePolicyAttachment", "a", role="node")
+    assert re.fullmatch(r"node-[0-9]{18}[0-9a-f]{8}", str(attachment_id))
+
+
 def test_node_group_id_arn_and_status() -> None:
     """pulumi_aws/eks/node_group.py: id `<cluster>:<node group>`, `arn`
     `...:nodegroup/<cluster>/<name>/<uuid>`, `status` ACTIVE once created."""
@@ -240,13 +255,14 @@ def test_access_entry_echoes_its_principal_and_has_an_entry_arn() -> None:
 
 
 def test_pod_identity_association_ids() -> None:
-    """pulumi_aws/eks/pod_identity_association.py: `association_id` (`a-` + 17), `association_arn`; id
-    `<cluster>,<association id>` (terraform-provider-aws eks/pod_identity_association.go)."""
+    """pulumi_aws/eks/pod_identity_association.py: `association_id` (`a-` + 17), `association_arn`; the id
+    is the association id (terraform-provider-aws eks/pod_identity_association.go: Create sets
+    `data.ID = data.AssociationID`; `<cluster>,<association id>` is only what ImportState parses)."""
     association_id, state = resource(
         US, "aws:eks/podIdentityAssociation:PodIdentityAssociation", "p", clusterName="ml-dev"
     )
     assert re.fullmatch(r"a-[0-9a-f]{17}", state["associationId"])
-    assert association_id == f"ml-dev,{state['associationId']}"
+    assert association_id == state["associationId"]
     assert state["associationArn"] == (
         f"arn:aws:eks:us-west-2:{ACCOUNT_ID}:podidentityassociation/ml-dev/{state['associationId']}"
     )
