@@ -15,6 +15,10 @@ recorded in raiyan10/maops-docker-platform `docs/build-security.md` @ f7c7e20348
 (August 2026); not pulled from here. The guard needs only the standard library and `python3` on PATH."""
 
 DEFAULT_INITIALIZATION_TIMEOUT = "20m"
+DEFAULT_MIG_INITIALIZATION_TIMEOUT = "40m"
+"""MIG pools' default: their nodes boot twice (the MIG manager applies the profile with a reboot, since the
+AMI's fabric manager and persistence daemon hold the GPUs), and an 8-GPU instance takes several minutes a
+boot; 20 minutes there would delete healthy nodes, again and again. Not measured here: an estimate."""
 MIN_INITIALIZATION_TIMEOUT_SECONDS = 10 * 60
 """A GPU node needs a few minutes to boot, pull the operator images and register its GPUs, a MIG node a reboot
 more: below 10 minutes the guard would delete healthy nodes."""
@@ -34,9 +38,20 @@ class GpuNodeGuardConfig(ConfigModel):
     """`gpu-eks:gpuNodeGuard`: a small controller on the system nodes, installed with any GPU pool."""
 
     initialization_timeout: DurationOrNever = DEFAULT_INITIALIZATION_TIMEOUT
-    """How long a launched GPU NodeClaim may stay uninitialized (no `nvidia.com/gpu` allocatable, or a startup
-    taint left) before the guard deletes it, so Karpenter launches a fresh node instead of billing a stuck one
-    until `expireAfter`. At least 10m, or `Never`. A pool's `initializationTimeout` overrides it."""
+    """How long a launched GPU NodeClaim may stay uninitialized (not Ready, a startup taint left, or a
+    resource its pods requested, such as `nvidia.com/gpu`, not yet allocatable) before the guard deletes it,
+    so Karpenter launches a fresh node instead of billing a stuck one until `expireAfter`. At least 10m, or
+    `Never`. Unset: 20m, and 40m for MIG pools (they reboot once more). A pool's `initializationTimeout`
+    overrides it."""
+
+    def timeout_for(self, pool_timeout: str | None, mig_gated: bool) -> str:
+        """The timeout of one pool: its own, else this section's if set, else the default for its kind."""
+        if pool_timeout is not None:
+            return pool_timeout
+        if "initialization_timeout" in self.model_fields_set or not mig_gated:
+            return self.initialization_timeout
+        return DEFAULT_MIG_INITIALIZATION_TIMEOUT
+
     image: PinnedImage = DEFAULT_IMAGE
     """Container image that runs the guard (any image with Python 3.11+ as `python3`), pinned by digest
     (`name@sha256:<64 hex>`)."""

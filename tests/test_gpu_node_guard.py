@@ -32,6 +32,7 @@ from config.errors import ConfigError
 from config.gpu_node_guard import (
     DEFAULT_IMAGE,
     DEFAULT_INITIALIZATION_TIMEOUT,
+    DEFAULT_MIG_INITIALIZATION_TIMEOUT,
     MIN_INITIALIZATION_TIMEOUT_SECONDS,
     GpuNodeGuardConfig,
 )
@@ -495,6 +496,24 @@ def test_the_guard_watches_every_gpu_pool_with_its_timeout(mixed: ProgramRun) ->
     }
     assert settings.mig_taint == TAINT
     assert settings.event_namespace == EVENT_NAMESPACE
+
+
+def test_mig_pools_wait_longer_by_default() -> None:
+    """A MIG node boots twice (the MIG manager's reboot): unless a timeout is set, its pool gets 40m, others
+    20m; a value in gpuNodeGuard applies to every pool, a pool's own wins."""
+    mig = {k: v for k, v in MIG_POOL.items() if k != "initializationTimeout"}
+
+    def timeouts(**sections: Any) -> dict[str, int | None]:
+        result = run(nodePools=[mig, SHARED_POOL], **sections)
+        (container,) = _guard_objects(result)["Deployment"]["spec"]["template"]["spec"]["containers"]
+        env = {e["name"]: e.get("value") for e in container["env"]}
+        pools = guard.GuardConfig.from_json(json.loads(env[SETTINGS_ENV])).pools
+        return {name: policy.initialization_timeout_seconds for name, policy in pools.items()}
+
+    assert timeouts() == {"gpu-mig": 2400, "gpu-shared": 1200}
+    assert timeouts(gpuNodeGuard={"initializationTimeout": "30m"}) == {"gpu-mig": 1800, "gpu-shared": 1800}
+    assert GpuNodeGuardConfig().timeout_for("55m", mig_gated=True) == "55m"
+    assert GpuNodeGuardConfig().timeout_for(None, mig_gated=True) == DEFAULT_MIG_INITIALIZATION_TIMEOUT
 
 
 def test_the_registered_rbac_is_the_least_privilege_one(mixed: ProgramRun) -> None:

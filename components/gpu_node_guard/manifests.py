@@ -75,10 +75,11 @@ def pool_policies(pools: Sequence[NodePoolConfig], config: GpuNodeGuardConfig) -
     for pool in pools:
         if pool.kind != "gpu":
             continue
-        timeout = pool.initialization_timeout or config.initialization_timeout
+        mig_gate = MIG_PENDING_TAINT in pool.effective_startup_taints
+        timeout = config.timeout_for(pool.initialization_timeout, mig_gate)
         policies[pool.name] = {
             "initializationTimeoutSeconds": None if timeout == "Never" else duration_seconds(timeout),
-            "migGate": MIG_PENDING_TAINT in pool.effective_startup_taints,
+            "migGate": mig_gate,
         }
     return policies
 
