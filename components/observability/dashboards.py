@@ -43,11 +43,17 @@ INTERRUPTION_REASONS = (
     "instance_stopped",
     "instance_terminated",
     "capacity_reservation_interrupted",
+    "instance_status",
+    "system_status",
+    "event_status",
 )
-"""`reason` of `karpenter_nodeclaims_disrupted_total` when Karpenter deletes a NodeClaim on an interruption
-message: the message kinds of aws/karpenter-provider-aws v1.14.1
-pkg/controllers/interruption/messages/types.go that it acts on
-(rebalance recommendations only raise events)."""
+"""`reason` of `karpenter_nodeclaims_disrupted_total` when Karpenter's AWS provider deletes a NodeClaim
+itself: the message kinds of aws/karpenter-provider-aws v1.14.1
+pkg/controllers/interruption/messages/types.go that `actionForMessage` (utils.go) acts on. The first five
+come from interruption queue messages. The last three come from its instance status controller, which polls
+DescribeInstanceStatus with or without a queue: an instance or system status check impaired for two minutes
+(replaced without a graceful drain) and a scheduled maintenance event. Rebalance recommendations only raise
+events."""
 
 _WIDTH = 24
 _HEIGHT = 8
@@ -212,9 +218,10 @@ def pool_panels(pool: str) -> list[Panel]:
         ),
         Panel(
             "Interruptions (per hour)",
-            "How often does AWS take nodes away? NodeClaims Karpenter drained on interruption messages, by "
-            "reason "
-            "(spot_interrupted: the two-minute spot warning).",
+            "How often does AWS take nodes away? NodeClaims Karpenter deleted on interruption messages or "
+            "failed EC2 health checks, by reason (spot_interrupted: the two-minute spot warning; "
+            "instance_status, system_status: a failed status check, replaced without a graceful drain; "
+            "event_status: a scheduled EC2 maintenance event).",
             (
                 Target(
                     "sum by (reason) (increase(karpenter_nodeclaims_disrupted_total"

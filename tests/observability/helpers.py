@@ -54,24 +54,36 @@ def kube_state_metrics_values() -> dict[str, Any]:
     return _load("kube-state-metrics/chart-values.yaml")
 
 
-def selected_metrics(expr: str) -> set[str]:
-    """Metric names of every vector selector in a PromQL expression, parsed by a real PromQL parser."""
-    names: set[str] = set()
+def _vector_selectors(expr: str) -> Iterator[Any]:
+    """Every vector selector of a PromQL expression, parsed by a real PromQL parser."""
 
-    def walk(node: Any) -> None:
-        kind = type(node).__name__
-        if kind == "VectorSelector":
-            names.add(node.name)
+    def walk(node: Any) -> Iterator[Any]:
+        if type(node).__name__ == "VectorSelector":
+            yield node
         for child in ("lhs", "rhs", "expr", "vector_selector", "param"):
             if getattr(node, child, None) is not None and not isinstance(
                 getattr(node, child), (int, float, str)
             ):
-                walk(getattr(node, child))
+                yield from walk(getattr(node, child))
         for arg in getattr(node, "args", None) or []:
-            walk(arg)
+            yield from walk(arg)
 
-    walk(promql_parser.parse(expr))
-    return names
+    return walk(promql_parser.parse(expr))
+
+
+def selected_metrics(expr: str) -> set[str]:
+    """Metric names of every vector selector in a PromQL expression."""
+    return {selector.name for selector in _vector_selectors(expr)}
+
+
+def label_matchers(expr: str, metric: str) -> list[dict[str, tuple[str, str]]]:
+    """Per selector of `metric` in an expression: label -> (operator, value), e.g. `("=~", "a|b")`."""
+    operators = {"MatchOp.Equal": "=", "MatchOp.NotEqual": "!=", "MatchOp.Re": "=~", "MatchOp.NotRe": "!~"}
+    return [
+        {m.name: (operators[str(m.op)], m.value) for m in selector.matchers.matchers}
+        for selector in _vector_selectors(expr)
+        if selector.name == metric
+    ]
 
 
 def unknown_metrics(expr: str) -> list[str]:

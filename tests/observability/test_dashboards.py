@@ -2,8 +2,15 @@
 
 import json
 
-from components.observability.dashboards import dashboard_json, dashboards, pool_panels, queries, uid
-from tests.observability.helpers import POOLS, all_dashboards, targets
+from components.observability.dashboards import (
+    INTERRUPTION_REASONS,
+    dashboard_json,
+    dashboards,
+    pool_panels,
+    queries,
+    uid,
+)
+from tests.observability.helpers import POOLS, all_dashboards, label_matchers, targets
 
 
 def test_one_dashboard_per_pool_and_an_overview() -> None:
@@ -38,6 +45,30 @@ def test_pool_dashboard_answers_the_questions_of_the_issue() -> None:
     for panel in pool_panels("gpu-inference"):
         if panel.title != "Pods waiting for a GPU":
             assert all("gpu-inference" in t.expr for t in panel.targets), panel.title
+
+
+def test_interruptions_count_every_reason_karpenter_deletes_nodeclaims_for() -> None:
+    # aws/karpenter-provider-aws v1.14.1 pkg/controllers/interruption/utils.go: `actionForMessage` drains
+    # or terminates on these message kinds (messages/types.go), and `deleteNodeClaim` counts each as `reason`;
+    # instance_status, system_status and event_status come from instancestatus_controller.go, which
+    # pkg/controllers/controllers.go registers with or without an interruption queue.
+    assert sorted(INTERRUPTION_REASONS) == [
+        "capacity_reservation_interrupted",
+        "event_status",
+        "instance_status",
+        "instance_stopped",
+        "instance_terminated",
+        "scheduled_change",
+        "spot_interrupted",
+        "system_status",
+    ]
+    (panel,) = [p for p in pool_panels("gpu-inference") if p.title == "Interruptions (per hour)"]
+    (target,) = panel.targets
+    (selector,) = label_matchers(target.expr, "karpenter_nodeclaims_disrupted_total")
+    assert selector["nodepool"] == ("=", "gpu-inference")
+    operator, reasons = selector["reason"]
+    assert operator == "=~"
+    assert sorted(reasons.split("|")) == sorted(INTERRUPTION_REASONS)
 
 
 def test_uids_fit_grafana_and_stay_stable() -> None:
