@@ -131,8 +131,35 @@ def _dashboard(name: str, title: str, panels: Sequence[Panel], datasource_type: 
     }
 
 
-def pool_panels(pool: str) -> list[Panel]:
-    """The panels of one GPU pool's dashboard."""
+def _utilisation(pool: str, *, mig: bool) -> Panel:
+    # DCGM_FI_DEV_GPU_UTIL is 0 or absent for MIG devices; NVIDIA's maintainers point to the DCP metric
+    # DCGM_FI_PROF_GR_ENGINE_ACTIVE instead (NVIDIA/dcgm-exporter#216, #430), which every MIG-capable GPU
+    # supports and the GPU Operator's collectors file exports, per MIG device and per whole GPU.
+    if mig:
+        return Panel(
+            "GPU utilisation",
+            "Are the GPUs busy? DCGM's graphics engine activity (share of time it was busy) per MIG device, "
+            "and per GPU for GPUs left whole; near 0 with GPUs requested means pods hold MIG devices they do "
+            "not use.",
+            (
+                Target(
+                    on_pool_nodes("DCGM_FI_PROF_GR_ENGINE_ACTIVE", pool),
+                    "{{node}} GPU {{gpu}} {{GPU_I_PROFILE}} {{GPU_I_ID}}",
+                ),
+            ),
+            unit="percentunit",
+        )
+    return Panel(
+        "GPU utilisation",
+        "Are the GPUs busy? DCGM's GPU utilisation (time a kernel was running) per GPU; near 0 with GPUs "
+        "requested means pods hold GPUs they do not use.",
+        (Target(on_pool_nodes("DCGM_FI_DEV_GPU_UTIL", pool), "{{node}} GPU {{gpu}}"),),
+        unit="percent",
+    )
+
+
+def pool_panels(pool: str, *, mig: bool) -> list[Panel]:
+    """The panels of one GPU pool's dashboard; `mig`: the pool partitions its GPUs with MIG."""
     gpu = {"nodepool": pool, "resource_type": KARPENTER_GPU}
     per_node = ["node_name", "resource_type"]
     allocatable = f"sum by (resource_type) ({leader_max('karpenter_nodes_allocatable', per_node, **gpu)})"
@@ -164,13 +191,7 @@ def pool_panels(pool: str) -> list[Panel]:
                 Target(requested, "requested {{resource_type}}"),
             ),
         ),
-        Panel(
-            "GPU utilisation",
-            "Are the GPUs busy? DCGM's GPU utilisation (time a kernel was running) per GPU; near 0 with GPUs "
-            "requested means pods hold GPUs they do not use.",
-            (Target(on_pool_nodes("DCGM_FI_DEV_GPU_UTIL", pool), "{{node}} GPU {{gpu}}"),),
-            unit="percent",
-        ),
+        _utilisation(pool, mig=mig),
         Panel(
             "GPU memory used",
             "How full is each GPU's memory? Framebuffer used over used + free, per GPU (DCGM). Near 100% "
@@ -400,7 +421,8 @@ def dashboards(targets: Targets, *, datasource_type: str) -> dict[str, dict[str,
     }
     for pool in targets.gpu_pools:
         name = f"gpu-eks-pool-{pool}"
-        result[name] = _dashboard(name, f"GPU pool: {pool}", pool_panels(pool), datasource_type)
+        panels = pool_panels(pool, mig=pool in targets.mig_pools)
+        result[name] = _dashboard(name, f"GPU pool: {pool}", panels, datasource_type)
     return result
 
 

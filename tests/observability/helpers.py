@@ -18,6 +18,8 @@ from tests.helpers import run
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "kube-prometheus-stack-88.5.3"
 
 POOLS = ("gpu-inference", "gpu-training")
+MIG_POOLS = (POOLS[0],)
+"""The sample pools that partition their GPUs with MIG (so that both utilisation panels are checked)."""
 IN_CLUSTER_POOL: dict[str, Any] = {
     "name": "gpu-a",
     "instanceFamilies": ["g6"],
@@ -95,6 +97,7 @@ def targets(interruption_handling: bool = True, gpu_pools: Sequence[str] = POOLS
     """What a stack with `gpu_pools`, Karpenter in `kube-system` and the defaults elsewhere scrapes."""
     return Targets(
         gpu_pools=tuple(gpu_pools),
+        mig_pools=tuple(p for p in MIG_POOLS if p in gpu_pools),
         gpu_operator_namespace="gpu-operator",
         gpu_node_guard_namespace="gpu-node-guard",
         gpu_node_guard_job="gpu-node-guard-metrics",

@@ -10,8 +10,8 @@ from components.observability.chart_values import GRAFANA_SERVICE_ACCOUNT, PROME
 from components.observability.dashboards import DASHBOARD_LABEL, queries
 from components.observability.iam import QUERY_ACTIONS, REMOTE_WRITE_ACTIONS
 from synth.runner import ProgramRun
-from tests.helpers import closure
-from tests.observability.helpers import in_cluster_stack
+from tests.helpers import closure, run
+from tests.observability.helpers import IN_CLUSTER_POOL, in_cluster_stack, selected_metrics
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 CONFIGMAP = "kubernetes:core/v1:ConfigMap"
@@ -157,3 +157,24 @@ def test_monitoring_output_tells_how_to_reach_the_dashboards(prod: ProgramRun, d
     assert local.prometheus_url == "http://kube-prometheus-stack-prometheus.monitoring.svc:9090"
     assert local.amp_query_endpoint is None
     assert contract.StackOutputs.model_validate(dev.outputs).monitoring is None
+
+
+def test_a_mig_pool_dashboard_reads_graphics_engine_activity() -> None:
+    """The program tells the dashboards which pools set `mig`: DCGM reports no GPU utilisation for MIG
+    devices."""
+    mig_pool = {
+        "name": "gpu-mig",
+        "instanceFamilies": ["p4d"],
+        "limits": {"nvidia.com/gpu": "56"},
+        "mig": {"profile": "all-1g.5gb"},
+    }
+    stack = run(nodePools=[IN_CLUSTER_POOL, mig_pool], observability={"backend": "inCluster"})
+    utilisation = {}
+    for pool in ("gpu-a", "gpu-mig"):
+        name = f"gpu-eks-pool-{pool}"
+        config_map = stack.one(CONFIGMAP, f"observability-{name}")
+        dashboard = json.loads(config_map.inputs["data"][f"{name}.json"])
+        (panel,) = [p for p in dashboard["panels"] if p["title"] == "GPU utilisation"]
+        (target,) = panel["targets"]
+        utilisation[pool] = selected_metrics(target["expr"]) - {"kube_node_labels"}
+    assert utilisation == {"gpu-a": {"DCGM_FI_DEV_GPU_UTIL"}, "gpu-mig": {"DCGM_FI_PROF_GR_ENGINE_ACTIVE"}}

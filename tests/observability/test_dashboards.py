@@ -1,6 +1,10 @@
 """The dashboards: one per GPU pool and an overview, every panel saying what it answers."""
 
 import json
+from dataclasses import replace
+from typing import Any
+
+import pytest
 
 from components.observability.dashboards import (
     INTERRUPTION_REASONS,
@@ -10,7 +14,15 @@ from components.observability.dashboards import (
     queries,
     uid,
 )
-from tests.observability.helpers import POOLS, all_dashboards, label_matchers, targets
+from facts.metrics import dcgm_exporter_metrics
+from tests.observability.helpers import (
+    MIG_POOLS,
+    POOLS,
+    all_dashboards,
+    label_matchers,
+    selected_metrics,
+    targets,
+)
 
 
 def test_one_dashboard_per_pool_and_an_overview() -> None:
@@ -27,7 +39,7 @@ def test_one_dashboard_per_pool_and_an_overview() -> None:
 
 
 def test_pool_dashboard_answers_the_questions_of_the_issue() -> None:
-    titles = [panel.title for panel in pool_panels("gpu-inference")]
+    titles = [panel.title for panel in pool_panels("gpu-inference", mig=False)]
     assert titles == [
         "GPUs allocatable vs requested",
         "GPU utilisation",
@@ -42,7 +54,7 @@ def test_pool_dashboard_answers_the_questions_of_the_issue() -> None:
         "Nodes by instance type",
     ]
     # Every pool-scoped query selects the pool (the cluster-wide pending-pods panel is the exception).
-    for panel in pool_panels("gpu-inference"):
+    for panel in [*pool_panels("gpu-inference", mig=False), *pool_panels("gpu-inference", mig=True)]:
         if panel.title != "Pods waiting for a GPU":
             assert all("gpu-inference" in t.expr for t in panel.targets), panel.title
 
@@ -62,13 +74,44 @@ def test_interruptions_count_every_reason_karpenter_deletes_nodeclaims_for() -> 
         "spot_interrupted",
         "system_status",
     ]
-    (panel,) = [p for p in pool_panels("gpu-inference") if p.title == "Interruptions (per hour)"]
+    (panel,) = [p for p in pool_panels("gpu-inference", mig=False) if p.title == "Interruptions (per hour)"]
     (target,) = panel.targets
     (selector,) = label_matchers(target.expr, "karpenter_nodeclaims_disrupted_total")
     assert selector["nodepool"] == ("=", "gpu-inference")
     operator, reasons = selector["reason"]
     assert operator == "=~"
     assert sorted(reasons.split("|")) == sorted(INTERRUPTION_REASONS)
+
+
+def _panel(board: dict[str, Any], title: str) -> dict[str, Any]:
+    (panel,) = [p for p in board["panels"] if p["title"] == title]
+    return panel
+
+
+def test_mig_pools_show_graphics_engine_activity_instead_of_gpu_utilisation() -> None:
+    """DCGM reports no GPU utilisation for MIG devices (NVIDIA/dcgm-exporter#216, #430)."""
+    boards = all_dashboards()
+    for pool in POOLS:
+        panel = _panel(boards[f"gpu-eks-pool-{pool}"], "GPU utilisation")
+        (target,) = panel["targets"]
+        metrics = selected_metrics(target["expr"]) - {"kube_node_labels"}
+        if pool in MIG_POOLS:
+            assert metrics == {"DCGM_FI_PROF_GR_ENGINE_ACTIVE"}, pool
+            assert panel["fieldConfig"]["defaults"]["unit"] == "percentunit"  # a 0-1 ratio
+            assert "{{GPU_I_PROFILE}}" in target["legendFormat"]  # one series per MIG device
+        else:
+            assert metrics == {"DCGM_FI_DEV_GPU_UTIL"}, pool
+            assert panel["fieldConfig"]["defaults"]["unit"] == "percent"
+        assert label_matchers(target["expr"], "kube_node_labels") == [
+            {"label_karpenter_sh_nodepool": ("=", pool)}
+        ]
+    # The GPU Operator's collectors file exports it (it would fail the PromQL checks otherwise).
+    assert "DCGM_FI_PROF_GR_ENGINE_ACTIVE" in dcgm_exporter_metrics()
+
+
+def test_mig_pools_must_be_gpu_pools() -> None:
+    with pytest.raises(ValueError, match="cpu-burst"):
+        replace(targets(), mig_pools=("cpu-burst",))
 
 
 def test_uids_fit_grafana_and_stay_stable() -> None:
