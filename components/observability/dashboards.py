@@ -131,6 +131,11 @@ def _dashboard(name: str, title: str, panels: Sequence[Panel], datasource_type: 
     }
 
 
+def _pending_gpu_pods() -> str:
+    # `count` of nothing is no series, which Grafana shows as "No data"; nothing waiting is 0.
+    return f"{pending_gpu_pods()} or vector(0)"
+
+
 def _utilisation(pool: str, *, mig: bool) -> Panel:
     # DCGM_FI_DEV_GPU_UTIL is 0 or absent for MIG devices; NVIDIA's maintainers point to the DCP metric
     # DCGM_FI_PROF_GR_ENGINE_ACTIVE instead (NVIDIA/dcgm-exporter#216, #430), which every MIG-capable GPU
@@ -206,7 +211,7 @@ def pool_panels(pool: str, *, mig: bool) -> list[Panel]:
             "the scheduler could not place, cluster-wide (a pending pod belongs to no pool until it is "
             "scheduled). Staying above 0 while the pool is at its limit fires "
             "GpuPoolAtLimitWithPendingPods.",
-            (Target(pending_gpu_pods(), "unschedulable GPU pods"),),
+            (Target(_pending_gpu_pods(), "unschedulable GPU pods"),),
         ),
         Panel(
             "NodeClaims launched and terminated (per hour)",
@@ -359,7 +364,7 @@ def overview_panels(gpu_pools: Sequence[str], *, karpenter_namespace: str, karpe
             "Pods waiting for a GPU",
             "Is anything waiting for GPU capacity? Unschedulable pods requesting nvidia.com/gpu (or a MIG "
             "resource), cluster-wide.",
-            (Target(pending_gpu_pods(), "unschedulable GPU pods"),),
+            (Target(_pending_gpu_pods(), "unschedulable GPU pods"),),
         ),
         Panel(
             "GPUs with an XID error",

@@ -4,6 +4,7 @@ import json
 from dataclasses import replace
 from typing import Any
 
+import promql_parser
 import pytest
 
 from components.observability.dashboards import (
@@ -14,10 +15,12 @@ from components.observability.dashboards import (
     queries,
     uid,
 )
+from components.observability.queries import pending_gpu_pods
 from facts.metrics import dcgm_exporter_metrics
 from tests.observability.helpers import (
     MIG_POOLS,
     POOLS,
+    all_alert_rules,
     all_dashboards,
     label_matchers,
     selected_metrics,
@@ -107,6 +110,22 @@ def test_mig_pools_show_graphics_engine_activity_instead_of_gpu_utilisation() ->
         ]
     # The GPU Operator's collectors file exports it (it would fail the PromQL checks otherwise).
     assert "DCGM_FI_PROF_GR_ENGINE_ACTIVE" in dcgm_exporter_metrics()
+
+
+def test_pods_waiting_for_a_gpu_shows_0_when_nothing_waits_but_the_alert_does_not() -> None:
+    pending = promql_parser.parse(pending_gpu_pods()).prettify()
+    boards = all_dashboards()
+    for name, board in boards.items():
+        (target,) = _panel(board, "Pods waiting for a GPU")["targets"]
+        expr = promql_parser.parse(target["expr"])
+        assert str(expr.op) == "or", name
+        assert expr.lhs.prettify() == pending, name
+        assert expr.rhs.func.name == "vector", name
+        assert [arg.val for arg in expr.rhs.args] == [0.0], name
+    # The alert keeps the bare count (a pool at its limit fires only while pods wait).
+    (rule,) = [r for r in all_alert_rules() if r["alert"] == "GpuPoolAtLimitWithPendingPods"]
+    assert pending_gpu_pods() in rule["expr"]
+    assert "vector(" not in rule["expr"]
 
 
 def test_mig_pools_must_be_gpu_pools() -> None:
