@@ -8,7 +8,6 @@ import yaml
 import contract
 from components.observability.chart_values import GRAFANA_SERVICE_ACCOUNT, PROMETHEUS_SERVICE_ACCOUNT
 from components.observability.dashboards import DASHBOARD_LABEL, queries
-from components.observability.iam import QUERY_ACTIONS, REMOTE_WRITE_ACTIONS
 from synth.runner import ProgramRun
 from tests.helpers import closure, run
 from tests.observability.helpers import IN_CLUSTER_POOL, in_cluster_stack, selected_metrics
@@ -84,12 +83,21 @@ def test_everything_that_creates_service_monitors_waits_for_the_crds(any_stack: 
     assert stack.inputs["values"]["crds"] == {"enabled": False}
 
 
-def test_managed_identities_can_only_write_and_query_this_workspace(prod: ProgramRun) -> None:
+def test_managed_identities_can_only_write_and_read_this_workspace(prod: ProgramRun) -> None:
     workspace = prod.one("aws:amp/workspace:Workspace")
     arn = workspace.outputs["arn"]
+    # Action names of the Service Authorization Reference for Amazon Managed Service for Prometheus: the
+    # four of AmazonPrometheusQueryAccess, and the rules and alerts API Grafana's alert views call.
     expected = {
-        PROMETHEUS_SERVICE_ACCOUNT: list(REMOTE_WRITE_ACTIONS),
-        GRAFANA_SERVICE_ACCOUNT: list(QUERY_ACTIONS),
+        PROMETHEUS_SERVICE_ACCOUNT: ["aps:RemoteWrite"],
+        GRAFANA_SERVICE_ACCOUNT: [
+            "aps:QueryMetrics",
+            "aps:GetLabels",
+            "aps:GetSeries",
+            "aps:GetMetricMetadata",
+            "aps:ListRules",
+            "aps:ListAlerts",
+        ],
     }
     associations = prod.of_type("aws:eks/podIdentityAssociation:PodIdentityAssociation")
     found = {}
