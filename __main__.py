@@ -68,6 +68,7 @@ observability = (
         region=config.region,
         targets=Targets(
             gpu_pools=tuple(p.name for p in config.gpu_pools),
+            mig_pools=tuple(p.name for p in config.gpu_pools if p.mig is not None),
             gpu_operator_namespace=config.gpu_operator.namespace,
             gpu_node_guard_namespace=config.gpu_node_guard.namespace,
             gpu_node_guard_job=GUARD_METRICS_JOB,

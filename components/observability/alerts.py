@@ -46,6 +46,9 @@ NODE_NOT_INITIALIZED_SECONDS = 15 * 60
 GUARD_STALE_SECONDS = 5 * 60
 """No successful sync of the GPU node guard for this long: it cannot list or act (its sync interval is at
 most 5 minutes, and its own health check fails after three intervals)."""
+XID_WINDOW = "15m"
+"""How long `GpuXidError` fires after a GPU reported a new XID: long enough to be notified, short enough that
+a harmless XID does not keep it firing (the exporter's gauge keeps the last code until it restarts)."""
 INTERRUPTION_DELAY_SECONDS = 30
 """99th percentile of the time interruption messages wait on the queue: a spot interruption warning gives
 two minutes, and every second waited is a second less to drain the node."""
@@ -70,19 +73,26 @@ def gpu_rules(*, gpu_pools: Sequence[str], gpu_operator_namespace: str) -> list[
     usage = leader_max("karpenter_nodepools_usage", by, resource_type=KARPENTER_GPU, nodepool=pools)
     limit = leader_max("karpenter_nodepools_limit", by, resource_type=KARPENTER_GPU, nodepool=pools)
     return [
+        # DCGM_FI_DEV_XID_ERRORS is a gauge of the last XID, not a count: fire while a series changed within
+        # XID_WINDOW and now holds a non-zero code (the left side, so `$value` is the XID). An exporter
+        # restart does not fire it: a new pod's series starts at 0 or at the code DCGM still holds (no
+        # change), and a restarted container's drop to 0 is a change to 0. Missed: the same code again (the
+        # gauge does not change), all but the last of several codes within one scrape interval, and a code
+        # already in a series' first sample (an XID before the exporter's first scrape).
         _rule(
             "GpuXidError",
-            "max by (node, gpu) (DCGM_FI_DEV_XID_ERRORS) > 0",
+            "max by (node, gpu) ((DCGM_FI_DEV_XID_ERRORS != 0) and "
+            f"(changes(DCGM_FI_DEV_XID_ERRORS[{XID_WINDOW}]) > 0))",
             for_="0m",
             severity="warning",
             summary="GPU {{ $labels.gpu }} on {{ $labels.node }} reported XID {{ $value }}",
             description=(
-                "The NVIDIA driver reported XID {{ $value }} on this GPU (the last XID stays until the "
-                "exporter "
-                "restarts or the node goes). NVIDIA's XID catalog (docs.nvidia.com/deploy/xid-errors) gives "
-                "each "
-                "code's immediate action: restart the job for application faults; for a GPU reset or node "
-                "replacement, drain the node and delete its NodeClaim so Karpenter replaces the instance."
+                f"The NVIDIA driver reported XID {{{{ $value }}}} on this GPU in the last {XID_WINDOW} (the "
+                "alert resolves after that; the same code again does not fire it anew, and the overview "
+                "dashboard shows each GPU's last XID). NVIDIA's XID catalog "
+                "(docs.nvidia.com/deploy/xid-errors) gives each code's immediate action: restart the job for "
+                "application faults; for a GPU reset or node replacement, drain the node and delete its "
+                "NodeClaim so Karpenter replaces the instance."
             ),
         ),
         _rule(

@@ -43,11 +43,17 @@ INTERRUPTION_REASONS = (
     "instance_stopped",
     "instance_terminated",
     "capacity_reservation_interrupted",
+    "instance_status",
+    "system_status",
+    "event_status",
 )
-"""`reason` of `karpenter_nodeclaims_disrupted_total` when Karpenter deletes a NodeClaim on an interruption
-message: the message kinds of aws/karpenter-provider-aws v1.14.1
-pkg/controllers/interruption/messages/types.go that it acts on
-(rebalance recommendations only raise events)."""
+"""`reason` of `karpenter_nodeclaims_disrupted_total` when Karpenter's AWS provider deletes a NodeClaim
+itself: the message kinds of aws/karpenter-provider-aws v1.14.1
+pkg/controllers/interruption/messages/types.go that `actionForMessage` (utils.go) acts on. The first five
+come from interruption queue messages. The last three come from its instance status controller, which polls
+DescribeInstanceStatus with or without a queue: an instance or system status check impaired for two minutes
+(replaced without a graceful drain) and a scheduled maintenance event. Rebalance recommendations only raise
+events."""
 
 _WIDTH = 24
 _HEIGHT = 8
@@ -125,8 +131,40 @@ def _dashboard(name: str, title: str, panels: Sequence[Panel], datasource_type: 
     }
 
 
-def pool_panels(pool: str) -> list[Panel]:
-    """The panels of one GPU pool's dashboard."""
+def _pending_gpu_pods() -> str:
+    # `count` of nothing is no series, which Grafana shows as "No data"; nothing waiting is 0.
+    return f"{pending_gpu_pods()} or vector(0)"
+
+
+def _utilisation(pool: str, *, mig: bool) -> Panel:
+    # DCGM_FI_DEV_GPU_UTIL is 0 or absent for MIG devices; NVIDIA's maintainers point to the DCP metric
+    # DCGM_FI_PROF_GR_ENGINE_ACTIVE instead (NVIDIA/dcgm-exporter#216, #430), which every MIG-capable GPU
+    # supports and the GPU Operator's collectors file exports, per MIG device and per whole GPU.
+    if mig:
+        return Panel(
+            "GPU utilisation",
+            "Are the GPUs busy? DCGM's graphics engine activity (share of time it was busy) per MIG device, "
+            "and per GPU for GPUs left whole; near 0 with GPUs requested means pods hold MIG devices they do "
+            "not use.",
+            (
+                Target(
+                    on_pool_nodes("DCGM_FI_PROF_GR_ENGINE_ACTIVE", pool),
+                    "{{node}} GPU {{gpu}} {{GPU_I_PROFILE}} {{GPU_I_ID}}",
+                ),
+            ),
+            unit="percentunit",
+        )
+    return Panel(
+        "GPU utilisation",
+        "Are the GPUs busy? DCGM's GPU utilisation (time a kernel was running) per GPU; near 0 with GPUs "
+        "requested means pods hold GPUs they do not use.",
+        (Target(on_pool_nodes("DCGM_FI_DEV_GPU_UTIL", pool), "{{node}} GPU {{gpu}}"),),
+        unit="percent",
+    )
+
+
+def pool_panels(pool: str, *, mig: bool) -> list[Panel]:
+    """The panels of one GPU pool's dashboard; `mig`: the pool partitions its GPUs with MIG."""
     gpu = {"nodepool": pool, "resource_type": KARPENTER_GPU}
     per_node = ["node_name", "resource_type"]
     allocatable = f"sum by (resource_type) ({leader_max('karpenter_nodes_allocatable', per_node, **gpu)})"
@@ -158,13 +196,7 @@ def pool_panels(pool: str) -> list[Panel]:
                 Target(requested, "requested {{resource_type}}"),
             ),
         ),
-        Panel(
-            "GPU utilisation",
-            "Are the GPUs busy? DCGM's GPU utilisation (time a kernel was running) per GPU; near 0 with GPUs "
-            "requested means pods hold GPUs they do not use.",
-            (Target(on_pool_nodes("DCGM_FI_DEV_GPU_UTIL", pool), "{{node}} GPU {{gpu}}"),),
-            unit="percent",
-        ),
+        _utilisation(pool, mig=mig),
         Panel(
             "GPU memory used",
             "How full is each GPU's memory? Framebuffer used over used + free, per GPU (DCGM). Near 100% "
@@ -179,7 +211,7 @@ def pool_panels(pool: str) -> list[Panel]:
             "the scheduler could not place, cluster-wide (a pending pod belongs to no pool until it is "
             "scheduled). Staying above 0 while the pool is at its limit fires "
             "GpuPoolAtLimitWithPendingPods.",
-            (Target(pending_gpu_pods(), "unschedulable GPU pods"),),
+            (Target(_pending_gpu_pods(), "unschedulable GPU pods"),),
         ),
         Panel(
             "NodeClaims launched and terminated (per hour)",
@@ -212,9 +244,10 @@ def pool_panels(pool: str) -> list[Panel]:
         ),
         Panel(
             "Interruptions (per hour)",
-            "How often does AWS take nodes away? NodeClaims Karpenter drained on interruption messages, by "
-            "reason "
-            "(spot_interrupted: the two-minute spot warning).",
+            "How often does AWS take nodes away? NodeClaims Karpenter deleted on interruption messages or "
+            "failed EC2 health checks, by reason (spot_interrupted: the two-minute spot warning; "
+            "instance_status, system_status: a failed status check, replaced without a graceful drain; "
+            "event_status: a scheduled EC2 maintenance event).",
             (
                 Target(
                     "sum by (reason) (increase(karpenter_nodeclaims_disrupted_total"
@@ -331,7 +364,7 @@ def overview_panels(gpu_pools: Sequence[str], *, karpenter_namespace: str, karpe
             "Pods waiting for a GPU",
             "Is anything waiting for GPU capacity? Unschedulable pods requesting nvidia.com/gpu (or a MIG "
             "resource), cluster-wide.",
-            (Target(pending_gpu_pods(), "unschedulable GPU pods"),),
+            (Target(_pending_gpu_pods(), "unschedulable GPU pods"),),
         ),
         Panel(
             "GPUs with an XID error",
@@ -393,7 +426,8 @@ def dashboards(targets: Targets, *, datasource_type: str) -> dict[str, dict[str,
     }
     for pool in targets.gpu_pools:
         name = f"gpu-eks-pool-{pool}"
-        result[name] = _dashboard(name, f"GPU pool: {pool}", pool_panels(pool), datasource_type)
+        panels = pool_panels(pool, mig=pool in targets.mig_pools)
+        result[name] = _dashboard(name, f"GPU pool: {pool}", panels, datasource_type)
     return result
 
 

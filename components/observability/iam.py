@@ -2,13 +2,23 @@
 
 The actions are those of the AWS managed policies `AmazonPrometheusRemoteWriteAccess` (`aps:RemoteWrite`) and
 `AmazonPrometheusQueryAccess` (`aps:QueryMetrics`, `aps:GetLabels`, `aps:GetSeries`, `aps:GetMetricMetadata`),
-but scoped to this stack's workspace: the managed policies grant them on every workspace of the account.
+plus `aps:ListRules` and `aps:ListAlerts` for Grafana, but scoped to this stack's workspace: the managed
+policies grant them on every workspace of the account.
 """
 
 from typing import Any, Final
 
 REMOTE_WRITE_ACTIONS: Final = ("aps:RemoteWrite",)
-QUERY_ACTIONS: Final = ("aps:QueryMetrics", "aps:GetLabels", "aps:GetSeries", "aps:GetMetricMetadata")
+QUERY_ACTIONS: Final = (
+    "aps:QueryMetrics",
+    "aps:GetLabels",
+    "aps:GetSeries",
+    "aps:GetMetricMetadata",
+    # The workspace's Prometheus rules and alerts API (/api/v1/rules, /api/v1/alerts), which Grafana's
+    # alert views of the data source call; not in AmazonPrometheusQueryAccess.
+    "aps:ListRules",
+    "aps:ListAlerts",
+)
 
 
 def _workspace_policy(sid: str, actions: tuple[str, ...], workspace_arn: str) -> dict[str, Any]:
@@ -28,5 +38,5 @@ def remote_write_policy(workspace_arn: str) -> dict[str, Any]:
 
 
 def query_policy(workspace_arn: str) -> dict[str, Any]:
-    """Lets Grafana query the workspace, and nothing else."""
+    """Lets Grafana query the workspace and read its rules and firing alerts, and nothing else."""
     return _workspace_policy("QueryWorkspace", QUERY_ACTIONS, workspace_arn)

@@ -43,6 +43,9 @@ class Targets:
     `job` its ServiceMonitor gives its series."""
 
     gpu_pools: tuple[str, ...]
+    mig_pools: tuple[str, ...]
+    """The GPU pools that partition their GPUs with MIG (`mig` set): DCGM reports no GPU utilisation for MIG
+    devices, so their dashboards read the graphics engine activity instead."""
     gpu_operator_namespace: str
     gpu_node_guard_namespace: str
     gpu_node_guard_job: str
@@ -50,6 +53,10 @@ class Targets:
     karpenter_job: str
     interruption_handling: bool
     """Whether Karpenter reads an interruption queue (its alerts exist only then)."""
+
+    def __post_init__(self) -> None:
+        if unknown := sorted(set(self.mig_pools) - set(self.gpu_pools)):
+            raise ValueError(f"MIG pools that are no GPU pools: {unknown}")
 
 
 def matchers(**labels: str) -> str:

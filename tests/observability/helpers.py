@@ -18,6 +18,8 @@ from tests.helpers import run
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "kube-prometheus-stack-88.5.3"
 
 POOLS = ("gpu-inference", "gpu-training")
+MIG_POOLS = (POOLS[0],)
+"""The sample pools that partition their GPUs with MIG (so that both utilisation panels are checked)."""
 IN_CLUSTER_POOL: dict[str, Any] = {
     "name": "gpu-a",
     "instanceFamilies": ["g6"],
@@ -54,24 +56,36 @@ def kube_state_metrics_values() -> dict[str, Any]:
     return _load("kube-state-metrics/chart-values.yaml")
 
 
-def selected_metrics(expr: str) -> set[str]:
-    """Metric names of every vector selector in a PromQL expression, parsed by a real PromQL parser."""
-    names: set[str] = set()
+def _vector_selectors(expr: str) -> Iterator[Any]:
+    """Every vector selector of a PromQL expression, parsed by a real PromQL parser."""
 
-    def walk(node: Any) -> None:
-        kind = type(node).__name__
-        if kind == "VectorSelector":
-            names.add(node.name)
+    def walk(node: Any) -> Iterator[Any]:
+        if type(node).__name__ == "VectorSelector":
+            yield node
         for child in ("lhs", "rhs", "expr", "vector_selector", "param"):
             if getattr(node, child, None) is not None and not isinstance(
                 getattr(node, child), (int, float, str)
             ):
-                walk(getattr(node, child))
+                yield from walk(getattr(node, child))
         for arg in getattr(node, "args", None) or []:
-            walk(arg)
+            yield from walk(arg)
 
-    walk(promql_parser.parse(expr))
-    return names
+    return walk(promql_parser.parse(expr))
+
+
+def selected_metrics(expr: str) -> set[str]:
+    """Metric names of every vector selector in a PromQL expression."""
+    return {selector.name for selector in _vector_selectors(expr)}
+
+
+def label_matchers(expr: str, metric: str) -> list[dict[str, tuple[str, str]]]:
+    """Per selector of `metric` in an expression: label -> (operator, value), e.g. `("=~", "a|b")`."""
+    operators = {"MatchOp.Equal": "=", "MatchOp.NotEqual": "!=", "MatchOp.Re": "=~", "MatchOp.NotRe": "!~"}
+    return [
+        {m.name: (operators[str(m.op)], m.value) for m in selector.matchers.matchers}
+        for selector in _vector_selectors(expr)
+        if selector.name == metric
+    ]
 
 
 def unknown_metrics(expr: str) -> list[str]:
@@ -83,6 +97,7 @@ def targets(interruption_handling: bool = True, gpu_pools: Sequence[str] = POOLS
     """What a stack with `gpu_pools`, Karpenter in `kube-system` and the defaults elsewhere scrapes."""
     return Targets(
         gpu_pools=tuple(gpu_pools),
+        mig_pools=tuple(p for p in MIG_POOLS if p in gpu_pools),
         gpu_operator_namespace="gpu-operator",
         gpu_node_guard_namespace="gpu-node-guard",
         gpu_node_guard_job="gpu-node-guard-metrics",

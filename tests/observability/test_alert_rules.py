@@ -38,8 +38,8 @@ def _tests() -> list[dict[str, Any]]:
     gpu_tests = {
         "interval": "1m",
         "input_series": [
-            _series("DCGM_FI_DEV_XID_ERRORS", GPU, "0x5 79x10"),
-            _series("DCGM_FI_DEV_XID_ERRORS", healthy_gpu, "0x15"),
+            _series("DCGM_FI_DEV_XID_ERRORS", GPU, "0x5 79x30"),  # XID 79 at minute 6, then kept
+            _series("DCGM_FI_DEV_XID_ERRORS", healthy_gpu, "0x35"),
             _series("DCGM_FI_DEV_ROW_REMAP_FAILURE", GPU, "0x5 1x10"),
             _series("DCGM_FI_DEV_ROW_REMAP_FAILURE", healthy_gpu, "0x15"),
             _series("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", GPU, "0x30 1x90"),
@@ -48,12 +48,33 @@ def _tests() -> list[dict[str, Any]]:
         "alert_rule_test": [
             _alerts("4m", "GpuXidError"),
             _alerts("8m", "GpuXidError", _gpu(GPU, "warning")),
+            _alerts("19m", "GpuXidError", _gpu(GPU, "warning")),
+            # 15 minutes after the XID, the gauge still says 79 but nothing new happened.
+            _alerts("30m", "GpuXidError"),
             _alerts("4m", "GpuRowRemapFailure"),
             _alerts("8m", "GpuRowRemapFailure", _gpu(GPU, "critical")),
             _alerts("20m", "GpuUncorrectableMemoryError"),
             _alerts("40m", "GpuUncorrectableMemoryError", _gpu(GPU, "warning")),
             # An hour after the remap the increase is 0 again.
             _alerts("100m", "GpuUncorrectableMemoryError"),
+        ],
+    }
+    # Exporter restarts: a restarted container (same series) reads 0 again; a new pod's series starts at 0
+    # or, with the standalone DCGM host engine, at the code it still holds. Neither is a new XID.
+    old_pod = {**GPU, "pod": "nvidia-dcgm-exporter-x7k2p"}
+    new_pod = {**GPU, "pod": "nvidia-dcgm-exporter-q4w8n"}
+    other_gpu = {**old_pod, "gpu": "1"}
+    xid_restart_tests = {
+        "interval": "1m",
+        "input_series": [
+            _series("DCGM_FI_DEV_XID_ERRORS", old_pod, "0x2 79x10"),  # XID at minute 3; pod gone at 12
+            _series("DCGM_FI_DEV_XID_ERRORS", new_pod, "_x13 79x30"),  # the new pod still reads 79
+            _series("DCGM_FI_DEV_XID_ERRORS", other_gpu, "0x2 13x10 0x30"),  # container restart at 13
+        ],
+        "alert_rule_test": [
+            _alerts("5m", "GpuXidError", _gpu(old_pod, "warning"), _gpu(other_gpu, "warning")),
+            _alerts("14m", "GpuXidError", _gpu(old_pod, "warning")),
+            _alerts("30m", "GpuXidError"),
         ],
     }
     exporter = {**GPU, "pod": "nvidia-dcgm-exporter-x7k2p"}
@@ -265,6 +286,7 @@ def _tests() -> list[dict[str, Any]]:
     }
     return [
         gpu_tests,
+        xid_restart_tests,
         exporter_tests,
         node_tests,
         limit_tests,

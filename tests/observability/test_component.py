@@ -8,10 +8,9 @@ import yaml
 import contract
 from components.observability.chart_values import GRAFANA_SERVICE_ACCOUNT, PROMETHEUS_SERVICE_ACCOUNT
 from components.observability.dashboards import DASHBOARD_LABEL, queries
-from components.observability.iam import QUERY_ACTIONS, REMOTE_WRITE_ACTIONS
 from synth.runner import ProgramRun
-from tests.helpers import closure
-from tests.observability.helpers import in_cluster_stack
+from tests.helpers import closure, run
+from tests.observability.helpers import IN_CLUSTER_POOL, in_cluster_stack, selected_metrics
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 CONFIGMAP = "kubernetes:core/v1:ConfigMap"
@@ -84,12 +83,21 @@ def test_everything_that_creates_service_monitors_waits_for_the_crds(any_stack: 
     assert stack.inputs["values"]["crds"] == {"enabled": False}
 
 
-def test_managed_identities_can_only_write_and_query_this_workspace(prod: ProgramRun) -> None:
+def test_managed_identities_can_only_write_and_read_this_workspace(prod: ProgramRun) -> None:
     workspace = prod.one("aws:amp/workspace:Workspace")
     arn = workspace.outputs["arn"]
+    # Action names of the Service Authorization Reference for Amazon Managed Service for Prometheus: the
+    # four of AmazonPrometheusQueryAccess, and the rules and alerts API Grafana's alert views call.
     expected = {
-        PROMETHEUS_SERVICE_ACCOUNT: list(REMOTE_WRITE_ACTIONS),
-        GRAFANA_SERVICE_ACCOUNT: list(QUERY_ACTIONS),
+        PROMETHEUS_SERVICE_ACCOUNT: ["aps:RemoteWrite"],
+        GRAFANA_SERVICE_ACCOUNT: [
+            "aps:QueryMetrics",
+            "aps:GetLabels",
+            "aps:GetSeries",
+            "aps:GetMetricMetadata",
+            "aps:ListRules",
+            "aps:ListAlerts",
+        ],
     }
     associations = prod.of_type("aws:eks/podIdentityAssociation:PodIdentityAssociation")
     found = {}
@@ -157,3 +165,24 @@ def test_monitoring_output_tells_how_to_reach_the_dashboards(prod: ProgramRun, d
     assert local.prometheus_url == "http://kube-prometheus-stack-prometheus.monitoring.svc:9090"
     assert local.amp_query_endpoint is None
     assert contract.StackOutputs.model_validate(dev.outputs).monitoring is None
+
+
+def test_a_mig_pool_dashboard_reads_graphics_engine_activity() -> None:
+    """The program tells the dashboards which pools set `mig`: DCGM reports no GPU utilisation for MIG
+    devices."""
+    mig_pool = {
+        "name": "gpu-mig",
+        "instanceFamilies": ["p4d"],
+        "limits": {"nvidia.com/gpu": "56"},
+        "mig": {"profile": "all-1g.5gb"},
+    }
+    stack = run(nodePools=[IN_CLUSTER_POOL, mig_pool], observability={"backend": "inCluster"})
+    utilisation = {}
+    for pool in ("gpu-a", "gpu-mig"):
+        name = f"gpu-eks-pool-{pool}"
+        config_map = stack.one(CONFIGMAP, f"observability-{name}")
+        dashboard = json.loads(config_map.inputs["data"][f"{name}.json"])
+        (panel,) = [p for p in dashboard["panels"] if p["title"] == "GPU utilisation"]
+        (target,) = panel["targets"]
+        utilisation[pool] = selected_metrics(target["expr"]) - {"kube_node_labels"}
+    assert utilisation == {"gpu-a": {"DCGM_FI_DEV_GPU_UTIL"}, "gpu-mig": {"DCGM_FI_PROF_GR_ENGINE_ACTIVE"}}
