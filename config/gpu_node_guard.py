@@ -43,15 +43,6 @@ class GpuNodeGuardConfig(ConfigModel):
     so Karpenter launches a fresh node instead of billing a stuck one until `expireAfter`. At least 10m, or
     `Never`. Unset: 20m, and 40m for MIG pools (they reboot once more). A pool's `initializationTimeout`
     overrides it."""
-
-    def timeout_for(self, pool_timeout: str | None, mig_gated: bool) -> str:
-        """The timeout of one pool: its own, else this section's if set, else the default for its kind."""
-        if pool_timeout is not None:
-            return pool_timeout
-        if "initialization_timeout" in self.model_fields_set or not mig_gated:
-            return self.initialization_timeout
-        return DEFAULT_MIG_INITIALIZATION_TIMEOUT
-
     image: PinnedImage = DEFAULT_IMAGE
     """Container image that runs the guard (any image with Python 3.11+ as `python3`), pinned by digest
     (`name@sha256:<64 hex>`)."""
@@ -64,3 +55,11 @@ class GpuNodeGuardConfig(ConfigModel):
     @classmethod
     def _timeout(cls, value: str) -> str:
         return check_initialization_timeout(value)
+
+    def timeout_for(self, pool_timeout: str | None, mig_gated: bool) -> str:
+        """The timeout of one pool: its own, else this section's if set, else the default for its kind."""
+        if pool_timeout is not None:
+            return pool_timeout
+        if "initialization_timeout" in self.model_fields_set or not mig_gated:
+            return self.initialization_timeout
+        return DEFAULT_MIG_INITIALIZATION_TIMEOUT

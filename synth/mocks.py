@@ -25,31 +25,21 @@ ACCOUNT_ID = "111122223333"
 CALLER_ROLE = "gpu-eks-deploy"
 """The role the mocked caller has assumed (CI runs `pulumi up` as an assumed role)."""
 
-# type token -> id prefix of what AWS would return (EC2 ids: `<prefix>-` and 17 hex digits)
-_EC2_ID_PREFIX = {
-    "aws:ec2/vpc:Vpc": "vpc",
-    "aws:ec2/subnet:Subnet": "subnet",
-    "aws:ec2/internetGateway:InternetGateway": "igw",
-    "aws:ec2/routeTable:RouteTable": "rtb",
-    "aws:ec2/routeTableAssociation:RouteTableAssociation": "rtbassoc",
-    "aws:ec2/eip:Eip": "eipalloc",
-    "aws:ec2/natGateway:NatGateway": "nat",
-    "aws:ec2/securityGroup:SecurityGroup": "sg",
-    "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule": "sgr",
-}
-
-# type token -> resource type in its ARN `arn:<partition>:ec2:<region>:<account>:<type>/<id>` (the EC2
-# resource types of the IAM Service Authorization Reference; terraform-provider-aws builds them, e.g.
-# `eipARN` "elastic-ip/", `securityGroupRuleARN` "security-group-rule/"). The NAT gateway and the route
-# table association have no `arn` (pulumi-aws 7.51.1: neither class has the property).
-_EC2_ARN_TYPE = {
-    "aws:ec2/vpc:Vpc": "vpc",
-    "aws:ec2/subnet:Subnet": "subnet",
-    "aws:ec2/internetGateway:InternetGateway": "internet-gateway",
-    "aws:ec2/routeTable:RouteTable": "route-table",
-    "aws:ec2/eip:Eip": "elastic-ip",
-    "aws:ec2/securityGroup:SecurityGroup": "security-group",
-    "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule": "security-group-rule",
+# type token -> (id prefix, resource type in the ARN) of what AWS would return. EC2 ids are `<prefix>-` and 17
+# hex digits; ARNs `arn:<partition>:ec2:<region>:<account>:<type>/<id>` with the EC2 resource types of the
+# IAM Service Authorization Reference (terraform-provider-aws builds them, e.g. `eipARN` "elastic-ip/",
+# `securityGroupRuleARN` "security-group-rule/"). The NAT gateway and the route table association have no
+# `arn` (pulumi-aws 7.51.1: neither class has the property).
+_EC2_IDS: dict[str, tuple[str, str | None]] = {
+    "aws:ec2/vpc:Vpc": ("vpc", "vpc"),
+    "aws:ec2/subnet:Subnet": ("subnet", "subnet"),
+    "aws:ec2/internetGateway:InternetGateway": ("igw", "internet-gateway"),
+    "aws:ec2/routeTable:RouteTable": ("rtb", "route-table"),
+    "aws:ec2/routeTableAssociation:RouteTableAssociation": ("rtbassoc", None),
+    "aws:ec2/eip:Eip": ("eipalloc", "elastic-ip"),
+    "aws:ec2/natGateway:NatGateway": ("nat", None),
+    "aws:ec2/securityGroup:SecurityGroup": ("sg", "security-group"),
+    "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule": ("sgr", "security-group-rule"),
 }
 
 # The default build of each add-on per Kubernetes minor, as `describe-addon-versions` would mark it
@@ -129,11 +119,11 @@ class AwsMocks(pulumi.runtime.Mocks):
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
         typ, inputs = args.typ, dict(args.inputs)
         state: dict[str, Any] = dict(inputs)
-        if typ in _EC2_ID_PREFIX:
-            prefix = _EC2_ID_PREFIX[typ]
+        if typ in _EC2_IDS:
+            prefix, arn_type = _EC2_IDS[typ]
             resource_id = f"{prefix}-{_digest(typ, args.name)}"
-            if typ in _EC2_ARN_TYPE:
-                state["arn"] = self._arn("ec2", f"{_EC2_ARN_TYPE[typ]}/{resource_id}")
+            if arn_type is not None:
+                state["arn"] = self._arn("ec2", f"{arn_type}/{resource_id}")
             if typ == "aws:ec2/vpc:Vpc":
                 state["defaultSecurityGroupId"] = f"sg-{_digest('default-sg', args.name)}"
             if typ == "aws:ec2/eip:Eip":
