@@ -116,7 +116,7 @@ class SystemNodesConfig(ConfigModel):
     min_size: WholeNumber = Field(default=2, ge=2)
     """At least 2, so the controllers keep running while a node is replaced."""
     desired_size: WholeNumber = Field(default=2, ge=2)
-    """Initial size; later changes by hand or autoscaler are not reverted (see README)."""
+    """Initial size; later changes by hand or autoscaler are not reverted (see docs/operations.md)."""
     max_size: WholeNumber = Field(default=4, ge=2, le=100)
     """Upper bound for the group."""
     disk_size_gib: WholeNumber = Field(default=50, ge=20, le=16384)
@@ -198,7 +198,7 @@ class ClusterConfig(ConfigModel):
     """Cluster name; also prefixes IAM roles and the interruption queue, hence at most 38 characters."""
     kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
     """Kubernetes minor version (quote it in YAML: 1.30 unquoted is the number 1.3). Changing it upgrades
-    the control plane first, then the system node group and the add-ons (see README, Upgrades)."""
+    the control plane first, then the system node group and the add-ons (see docs/operations.md, Upgrades)."""
     upgrade_policy: UpgradeSupportType = "STANDARD"
     """At the end of standard support: `STANDARD` lets EKS upgrade the control plane to the next version;
     `EXTENDED` keeps the version and bills extended support. EKS's own default is `EXTENDED`."""

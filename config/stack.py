@@ -320,7 +320,7 @@ def config_warnings(config: StackConfig) -> list[str]:
     placeholders = [
         f"{PROJECT}:cluster.endpoint.{key}[{index}] = {cidr!r}: lies in {documentation}, a range reserved "
         "for documentation that no runner sends from, so nothing could reach the API through it: put your "
-        "runner's egress address there before pulumi up (README: Bootstrapping a private production cluster)"
+        "runner's egress address there before pulumi up (docs/private-production.md)"
         for key, cidrs in (
             ("publicAccessCidrs", endpoint.public_access_cidrs if endpoint.public_access else ()),
             ("privateAccessCidrs", endpoint.private_access_cidrs),

@@ -5,8 +5,7 @@
     .venv/bin/python -m synth prod --out /tmp/prod
     .venv/bin/python -m synth plan prod --from origin/main   # what `pulumi up` would change
 
-No AWS account or Pulumi CLI is needed; see README "Seeing what a stack would create" and "Planning a
-change offline".
+No AWS account or Pulumi CLI is needed; see docs/offline.md.
 Exit status: 0 done, 1 a snapshot is stale (--check), 2 a stack's configuration is refused (printed as
 `pulumi preview` prints it, without a traceback).
 """

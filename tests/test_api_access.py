@@ -1,5 +1,5 @@
 """Who reaches the Kubernetes API: private-endpoint ingress rules, the refusal of an API nothing could reach,
-and prod's bootstrap path exactly as the README writes it."""
+and prod's bootstrap path exactly as docs/private-production.md writes it."""
 
 import json
 import re
@@ -170,14 +170,15 @@ def test_no_rule_without_private_sources(dev: ProgramRun) -> None:
     assert dev.of_type(RULE) == []
 
 
-# --- prod's bootstrap path, as the README writes it -------------------------------------------
+# --- prod's bootstrap path, as docs/private-production.md writes it ----------------------------
 
 
 def readme_endpoint(step: str) -> dict[str, Any]:
-    """The `gpu-eks:cluster.endpoint` of the README's YAML block marked `<!-- prod-endpoint: <step> -->`."""
-    readme = (ROOT / "README.md").read_text()
+    """The `gpu-eks:cluster.endpoint` of the YAML block marked `<!-- prod-endpoint: <step> -->` in
+    docs/private-production.md."""
+    readme = (ROOT / "docs" / "private-production.md").read_text()
     match = re.search(rf"<!-- prod-endpoint: {step} -->\s*```yaml\n(.*?)```", readme, re.DOTALL)
-    assert match, f"README has no block marked prod-endpoint: {step}"
+    assert match, f"docs/private-production.md has no block marked prod-endpoint: {step}"
     block = textwrap.dedent(match.group(1))
     endpoint: dict[str, Any] = yaml.safe_load(block)["gpu-eks:cluster"]["endpoint"]
     return endpoint

@@ -662,9 +662,9 @@ def test_the_watchdog_leaves_unregistered_nodeclaims_to_karpenter() -> None:
 
 
 def test_node_repair_does_not_cover_a_node_that_never_initializes() -> None:
-    # A Ready node without nvidia.com/gpu matches no repair policy: hence the watchdog. The README names them.
+    # A Ready node without nvidia.com/gpu matches no repair policy: hence the watchdog. The docs name them.
     assert not [p for p in REPAIR_POLICIES if p.condition == "Ready" and p.status == "True"]
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    readme = (Path(__file__).resolve().parent.parent / "docs" / "gpu-pools.md").read_text()
     for policy in REPAIR_POLICIES:
         assert f"`{policy.condition}`" in readme, policy.condition
 
@@ -674,7 +674,7 @@ def test_bottlerocket_keeps_nvidia_smi_where_the_validator_does_not_look() -> No
     assert BOTTLEROCKET_NVIDIA_SMI not in HOST_NVIDIA_SMI_PATHS
 
 
-def test_the_readme_explains_every_runtime_class_the_operator_creates() -> None:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+def test_the_docs_explain_every_runtime_class_the_operator_creates() -> None:
+    readme = (Path(__file__).resolve().parent.parent / "docs" / "gpu-operator.md").read_text()
     for name in RUNTIME_CLASS_HANDLERS:
         assert f"`{name}`" in readme, name

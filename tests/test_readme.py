@@ -1,16 +1,16 @@
-"""The README stays true to the code."""
+"""The README and docs/ stay true to the code."""
 
 import re
 from pathlib import Path
 
 from config.stack import StackConfig
-from scripts.config_reference import README, field_doc, models, render
+from scripts.config_reference import REFERENCE, field_doc, models, render
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_config_reference_is_generated_from_the_models() -> None:
-    current = README.read_text()
+    current = REFERENCE.read_text()
     assert current == render(current), "run: .venv/bin/python -m scripts.config_reference"
 
 
@@ -25,7 +25,7 @@ def test_every_config_key_is_documented() -> None:
 
 
 def test_readme_commands_are_the_ones_ci_runs() -> None:
-    readme = README.read_text()
+    readme = (ROOT / "README.md").read_text()
     ci = (ROOT / ".ci" / "run").read_text()
     for command in ("bash scripts/setup.sh", ".venv/bin/python -m pytest"):
         assert f"\n{command}\n" in readme
@@ -40,3 +40,30 @@ def test_every_requirement_is_pinned_to_one_version() -> None:
             requirement = line.split("#")[0].strip()
             if requirement and not requirement.startswith("-r "):
                 assert re.fullmatch(r"[A-Za-z0-9._-]+==[A-Za-z0-9.+-]+", requirement), f"{name}: {line}"
+
+
+def _anchor(heading: str) -> str:
+    """GitHub's anchor for a Markdown heading: lower case, punctuation dropped, spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def _anchors(path: Path) -> set[str]:
+    text = re.sub(r"(?ms)^```.*?^```", "", path.read_text())
+    return {_anchor(m) for m in re.findall(r"(?m)^#+ (.+)$", text)}
+
+
+def test_every_link_in_the_readme_and_docs_resolves() -> None:
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    broken = []
+    for page in pages:
+        text = re.sub(r"(?ms)^```.*?^```", "", page.read_text())
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+:", target):
+                continue  # an external address
+            path, _, anchor = target.partition("#")
+            resolved = (page.parent / path).resolve() if path else page
+            if not resolved.exists():
+                broken.append(f"{page.relative_to(ROOT)}: {target} (no such file)")
+            elif anchor and resolved.suffix == ".md" and anchor not in _anchors(resolved):
+                broken.append(f"{page.relative_to(ROOT)}: {target} (no such heading)")
+    assert not broken, "\n".join(broken)

@@ -307,7 +307,7 @@ def test_the_worst_case_of_a_sliced_pool_counts_physical_gpus() -> None:
 
 def test_committed_stacks_get_no_warning_but_the_placeholder_runner_address(any_stack: Any) -> None:
     # Pulumi.prod.yaml is committed in its bootstrap state, with a documentation address where the
-    # deployer's runner address goes (README, "Bootstrapping a private production cluster").
+    # deployer's runner address goes (docs/private-production.md).
     placeholder = [w for w in any_stack.warnings if "a range reserved for documentation" in w]
     assert any_stack.warnings == placeholder
     allowed = any_stack.one("eks:index:Cluster").inputs.get("publicAccessCidrs", [])
@@ -341,7 +341,7 @@ def test_a_documentation_address_in_an_api_allow_list_is_warned_of(
     for warning, start in zip(run.warnings, expected, strict=True):
         assert start in warning
         assert "no runner sends from" in warning
-        assert "Bootstrapping a private production cluster" in warning
+        assert "docs/private-production.md" in warning
 
 
 def test_quantities_accept_unquoted_numbers_as_kubernetes_does() -> None:

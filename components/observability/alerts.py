@@ -34,8 +34,8 @@ from components.observability.queries import (
     pending_gpu_pods,
 )
 
-RUNBOOK = "README.md#observability"
-"""Where the alerts' runbook hints are expanded (the project's README section)."""
+RUNBOOK = "docs/observability.md#alerts"
+"""Where the alerts' runbook hints are expanded (the project's documentation page)."""
 
 GPU_GROUP = "gpu-eks.gpus"
 KARPENTER_GROUP = "gpu-eks.karpenter"
@@ -163,7 +163,7 @@ def gpu_rules(*, gpu_pools: Sequence[str], gpu_operator_namespace: str) -> list[
                 "The pool has provisioned its limit of this GPU resource, so Karpenter launches no more "
                 "nodes for it, and pods asking for GPUs have been unschedulable for 10 minutes. Raise the "
                 "pool's limits.nvidia.com/gpu in the stack config, or free GPUs (time-sliced and MIG pools "
-                "count slices: see README)."
+                "count slices: see docs/gpu-operator.md)."
             ),
         ),
     ]
