@@ -4,7 +4,7 @@ Karpenter plans launches with its instance-type table, where a `g6.xlarge` has o
 that time-slices it 4 ways advertises 4 once the GPU Operator has set the node up, so without help four
 pending pods asking for one slice each launch four instances. A `karpenter.sh/v1alpha1` NodeOverlay scoped to
 the pool (`karpenter.sh/nodepool In [<pool>]`) sets the instance types' `capacity` to what their nodes will
-advertise (`components.gpu_sharing`), and the simulation, the pool's limits and consolidation all count
+advertise (`pools.sharing`), and the simulation, the pool's limits and consolidation all count
 slices. One overlay per group of instance types that offer the same: by GPU count for time-slicing, by GPU
 model and count for MIG.
 
@@ -21,12 +21,12 @@ from collections.abc import Sequence
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.gpu_sharing import sharing_capacity
 from components.karpenter_api import NodeOverlay, NodeOverlayRequirement, NodeOverlaySpec, ObjectMeta
 from components.node_pools import POOL_LABEL, karpenter_object
 from config.gpu_operator import GpuOperatorConfig
 from config.node_pools import NodePoolConfig
 from facts.instance_types import GpuInstanceType
+from pools.sharing import sharing_capacity
 
 __all__ = ["OVERLAY_WEIGHT", "NodeOverlays", "pool_overlays", "stack_overlays"]
 

@@ -13,7 +13,6 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.gpu_operator_values import pool_node_labels
-from components.gpu_sharing import gpu_limits, pool_gpu_resource, slices_per_gpu
 from components.karpenter.iam import node_role_name
 from components.karpenter_api import (
     AMISelectorTerm,
@@ -45,6 +44,7 @@ from config.gpu_operator import GpuOperatorConfig
 from config.node_pools import CPU_POOL_CATEGORIES, CPU_POOL_MIN_GENERATION, NodePoolConfig
 from contract import GpuPool, Toleration
 from contract import Taint as ContractTaint
+from pools.sharing import gpu_limits, pool_gpu_resource, slices_per_gpu
 
 POOL_LABEL = "gpu-eks.io/pool"
 """Label on every node with the name of its pool (Karpenter adds `karpenter.sh/nodepool` too)."""
@@ -175,7 +175,7 @@ def node_pool(
     pool: NodePoolConfig, *, node_class: EC2NodeClass, gpu_operator: GpuOperatorConfig | None = None
 ) -> NodePool:
     """The NodePool for a pool; `gpu_operator` says how a GPU-sharing pool's nodes advertise their GPUs
-    (its cap is in those units, `components.gpu_sharing.gpu_limits`)."""
+    (its cap is in those units, `pools.sharing.gpu_limits`)."""
     limits: dict[str, int | str] = {
         key: value
         for key, value in (("cpu", pool.limits.cpu), ("memory", pool.limits.memory))

@@ -8,10 +8,10 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.gpu_sharing import pool_gpu_resource
 from config.gpu_operator import GpuOperatorConfig
 from config.node_pools import NodePoolConfig
 from config.smoke_test import SmokeTestConfig
+from pools.sharing import pool_gpu_resource
 
 JOB_NAME = "cuda-smoke-test"
 RUN_AS = 65534

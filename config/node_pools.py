@@ -80,7 +80,7 @@ PLAUSIBLE_GPUS = 256
 @dataclass(frozen=True)
 class GpuUnits:
     """What one node of each candidate instance type takes under the pool's `limits.nvidia.com/gpu`, in the
-    units Karpenter counts that cap in (`components.gpu_sharing.gpu_limit_units`): its GPUs, or its
+    units Karpenter counts that cap in (`pools.sharing.gpu_limit_units`): its GPUs, or its
     time-slices or MIG devices when the pool's NodeOverlays tell Karpenter so."""
 
     per_instance: Mapping[str, int]

@@ -15,7 +15,6 @@ from components.gpu_operator_values import (
     MigProfileError,
     validate_gpu_pools,
 )
-from components.gpu_sharing import gpu_limit_units, gpu_limits, pool_gpu_resource, sharing_capacity
 from components.karpenter_api import NodeOverlay
 from components.node_overlays import pool_overlays, stack_overlays
 from components.node_pools import pool_objects
@@ -41,6 +40,7 @@ from config.smoke_test import SmokeTestConfig
 from config.types import AwsProfile, AwsRegion, documentation_range
 from facts.aws_provider import provider_config_keys
 from facts.partitions import Partition, partition_of_arn, partition_of_region
+from pools.sharing import gpu_limit_units, gpu_limits, pool_gpu_resource, sharing_capacity
 
 
 class StackConfig(ConfigModel):

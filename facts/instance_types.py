@@ -13,6 +13,7 @@ The Karpenter tables are region-dependent: a type missing from them is reported 
 
 import csv
 import functools
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
@@ -24,6 +25,14 @@ from facts.quantity import parse_quantity
 
 INSTANCE_TYPES_TSV = Path(__file__).parent / "data" / "accelerated-instance-types.tsv"
 ALL_INSTANCE_TYPES_TSV = Path(__file__).parent / "data" / "instance-types.tsv"
+
+VM_MEMORY_OVERHEAD_PERCENT = Decimal("0.075")
+"""The share of an instance's memory Karpenter subtracts as VM overhead before it has seen a node of the type
+(aws/karpenter-provider-aws@c88abbbad455 `pkg/operator/options/options.go`, `VM_MEMORY_OVERHEAD_PERCENT`,
+default 0.075; the chart's `settings.vmMemoryOverheadPercent`, which gpu-eks leaves at its default)."""
+ARM64_RESERVED_MEMORY_MIB = 64
+"""Memory Karpenter leaves out on arm64 (Graviton) types for CMA (`pkg/providers/instancetype/types.go`
+`memory()` at the same commit)."""
 
 MIG_CAPABLE_GPUS = frozenset({"a100", "a30", "h100", "h200", "b200", "b300"})
 """Values of `karpenter.k8s.aws/instance-gpu-name` (the TSV's `gpu-name`) whose GPUs support MIG."""
@@ -76,10 +85,24 @@ class InstanceType:
     """`nvidia`, `amd` or empty."""
     vcpus: int
     """vCPUs: the instance's `cpu` capacity, which Karpenter compares with what is left of a pool's limit."""
+    memory_mib: int
+    """The instance's memory in MiB (`karpenter.k8s.aws/instance-memory`, EC2's `MemoryInfo.SizeInMiB`)."""
+
+    @property
+    def memory_capacity(self) -> Decimal:
+        """The node's `memory` capacity in bytes as Karpenter estimates it before launch, which it compares
+        with what is left of a pool's `limits.memory`: the instance's memory (less 64 MiB on arm64) less the
+        VM overhead, rounded up to a MiB (`pkg/providers/instancetype/types.go` `memory()`)."""
+        mib = self.memory_mib - (ARM64_RESERVED_MEMORY_MIB if self.arch == "arm64" else 0)
+        overhead = math.ceil(Decimal(mib) * VM_MEMORY_OVERHEAD_PERCENT)
+        return Decimal((mib - overhead) * 1024 * 1024)
+
     cpu: Decimal
     """Allocatable vCPUs (after the AL2023 overhead)."""
     memory: Decimal
     """Allocatable memory in bytes."""
+    max_pods: int
+    """Pods a node of the type may run (`pods`: the vpc-cni ENI limit Karpenter computes)."""
 
 
 def _int(text: str) -> int:
@@ -191,8 +214,10 @@ def instance_types() -> Mapping[str, InstanceType]:
             generation=_int(row["generation"]),
             gpu_manufacturer=row["gpu-manufacturer"],
             vcpus=_int(row["vcpu"]),
+            memory_mib=_int(row["memory-MiB"]),
             cpu=parse_quantity(row["alloc-cpu"]),
             memory=parse_quantity(row["alloc-memory"]),
+            max_pods=_int(row["pods"]),
         )
         for row in _rows(ALL_INSTANCE_TYPES_TSV)
     }

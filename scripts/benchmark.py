@@ -40,7 +40,7 @@ from synth.runner import ROOT, run_stack, stacks
 
 PYTHON = sys.executable
 OWN_PACKAGES = frozenset(
-    {"__main__", "components", "config", "contract", "facts", "scripts", "synth", "tests"}
+    {"__main__", "components", "config", "contract", "facts", "pools", "scripts", "synth", "tests"}
 )
 
 # The anchor: what this program declares, as a cdk-eks-blueprints user would write it. Generated into a

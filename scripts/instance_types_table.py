@@ -20,8 +20,10 @@ COLUMNS = {
     "generation": "karpenter.k8s.aws/instance-generation",
     "gpu-manufacturer": "karpenter.k8s.aws/instance-gpu-manufacturer",
     "vcpu": "karpenter.k8s.aws/instance-cpu",
+    "memory-MiB": "karpenter.k8s.aws/instance-memory",
     "alloc-cpu": "cpu",
     "alloc-memory": "memory",
+    "pods": "pods",
 }
 _ROW = re.compile(r"^ \|(?P<key>[^|]+)\|(?P<value>[^|]*)\|$")
 
@@ -45,8 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     out = sys.stdout
     out.write(
         f"# Source: {args.source}, website/content/en/v1.14/reference/instance-types.md (generated from EC2 "
-        "data; region-dependent). vcpu is the instance's vCPUs (its cpu capacity), alloc-* what is "
-        "allocatable after the AL2023 overhead.\n"
+        "data; region-dependent). vcpu is the instance's vCPUs (its cpu capacity), memory-MiB its memory "
+        "(EC2's MemoryInfo.SizeInMiB), alloc-* what is allocatable after the AL2023 overhead, pods the "
+        "max pods (vpc-cni ENI limits).\n"
     )
     out.write("\t".join(COLUMNS) + "\n")
     for row in table(args.reference.read_text()):

@@ -235,7 +235,7 @@ def test_an_implausibly_large_cap_is_declared_with_a_warning_stating_the_worst_c
     ]
 
 
-# A pool that shares its GPUs caps them in what its pods request (components/gpu_sharing.py), and its
+# A pool that shares its GPUs caps them in what its pods request (pools/sharing.py), and its
 # NodeOverlays make Karpenter count each candidate in those units too: the checks count so as well.
 SLICED = gpu(instanceFamilies=["g6"], limits={"nvidia.com/gpu": "2"}, timeSlicing={"replicas": 4})
 # 8 H100 per node, 7 MIG devices each.

@@ -208,7 +208,9 @@ def test_checks_job_needs_no_secrets_so_forks_can_run_it() -> None:
         ".venv/bin/ruff check .",
         ".venv/bin/ruff format --check .",
     ]
-    assert ".venv/bin/mypy components config contract facts synth scripts __main__.py" in run_lines(checks)
+    assert ".venv/bin/mypy components config contract facts pools synth scripts __main__.py" in run_lines(
+        checks
+    )
     assert ".venv/bin/python -m pytest" in run_lines(checks)
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 KARPENTER_GPU = "~nvidia\\.com/(gpu|mig_.+)"
 """`resource_type` of GPU resources on Karpenter's metrics (a regex matcher value): `nvidia.com/gpu` (whole
 GPUs, time-slices, MIG devices of `mig.strategy: single`) and the `nvidia.com/mig-<profile>` resources of
-`mixed` pools, whose nodes advertise no `nvidia.com/gpu` (`components.gpu_sharing`)."""
+`mixed` pools, whose nodes advertise no `nvidia.com/gpu` (`pools.sharing`)."""
 KSM_GPU = "~nvidia_com_(gpu|mig_.+)"
 """`resource` of the same GPU resources on kube-state-metrics' metrics (a regex matcher value)."""
 

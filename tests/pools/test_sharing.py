@@ -5,7 +5,6 @@ from typing import Any
 
 import pytest
 
-from components.gpu_sharing import gpu_limits, pool_gpu_resource, slices_per_gpu
 from components.karpenter_api import NodeOverlay, to_manifest
 from components.node_overlays import OVERLAY_WEIGHT, pool_overlays
 from components.node_pools import pool_objects
@@ -13,6 +12,7 @@ from config.errors import ConfigError
 from config.stack import StackConfig, parse_stack_config
 from facts.instance_types import GpuInstanceType, gpu_instance_types
 from facts.mig import MIG_PROFILE_INSTANCES, balanced_mig_devices
+from pools.sharing import gpu_limits, pool_gpu_resource, slices_per_gpu
 from synth.runner import ProgramRun, stack_config
 from tests.helpers import config, run, run_failing
 from tests.support.crd_check import validate
