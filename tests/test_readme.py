@@ -5,6 +5,7 @@ from pathlib import Path
 
 from config.stack import StackConfig
 from scripts.config_reference import REFERENCE, field_doc, models, render
+from scripts.docs_toc import DOCS, anchor, headings, with_toc
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -42,14 +43,9 @@ def test_every_requirement_is_pinned_to_one_version() -> None:
                 assert re.fullmatch(r"[A-Za-z0-9._-]+==[A-Za-z0-9.+-]+", requirement), f"{name}: {line}"
 
 
-def _anchor(heading: str) -> str:
-    """GitHub's anchor for a Markdown heading: lower case, punctuation dropped, spaces to hyphens."""
-    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
-
-
 def _anchors(path: Path) -> set[str]:
-    text = re.sub(r"(?ms)^```.*?^```", "", path.read_text())
-    return {_anchor(m) for m in re.findall(r"(?m)^#+ (.+)$", text)}
+    page = path.read_text()
+    return {anchor(h) for level in range(1, 7) for h in headings(page, level)}
 
 
 def test_every_link_in_the_readme_and_docs_resolves() -> None:
@@ -67,3 +63,8 @@ def test_every_link_in_the_readme_and_docs_resolves() -> None:
             elif anchor and resolved.suffix == ".md" and anchor not in _anchors(resolved):
                 broken.append(f"{page.relative_to(ROOT)}: {target} (no such heading)")
     assert not broken, "\n".join(broken)
+
+
+def test_every_docs_page_has_a_current_table_of_contents() -> None:
+    stale = [p.name for p in sorted(DOCS.glob("*.md")) if with_toc(p.read_text()) != p.read_text()]
+    assert not stale, "run: .venv/bin/python -m scripts.docs_toc"
