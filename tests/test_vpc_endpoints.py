@@ -232,3 +232,12 @@ def test_prods_interface_endpoints_cost_what_its_stack_file_says(prod: ProgramRu
     )
     text = (ROOT / "Pulumi.prod.yaml").read_text()
     assert f"${per_hour:.2f}/h, ${per_hour * HOURS_PER_MONTH:,.2f} a month" in text
+
+
+def test_the_private_production_page_states_prods_endpoint_cost(prod: ProgramRun) -> None:
+    per_hour = sum(len(e["subnetIds"]) for e in endpoints(prod, "Interface").values()) * 0.01
+    page = (ROOT / "docs" / "private-production.md").read_text()
+    section = page.split("<!-- endpoint-cost: prod -->", 1)[1].split("\n\n", 1)[0]
+    assert f"{len(endpoints(prod, 'Interface'))} endpoints in 3 AZs" in section
+    assert f"**${per_hour:.2f} an hour, ${per_hour * HOURS_PER_MONTH:,.2f} a\nmonth**" in section
+    assert INTERFACE_ENDPOINT_USD_PER_AZ_HOUR == 0.01  # the price the page quotes

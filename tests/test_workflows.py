@@ -1024,3 +1024,66 @@ def test_pulumi_steps_apply_the_policy_pack_with_oidc_credentials(
     assert packs == ["policy"], job_name
     assert (ROOT / packs[0] / "PulumiPolicy.yaml").is_file()
     assert [(ROOT / c).is_file() for c in configs] == [True], job_name
+
+
+# --- the trust policies docs/ci-and-trust.md gives for each role ------------------------------------
+
+TRUST_DOC = ROOT / "docs" / "ci-and-trust.md"
+
+
+def trust_policy(role: str) -> dict[str, Any]:
+    match = re.search(rf"<!-- trust-policy: {role} -->\s*```json\n(.*?)```", TRUST_DOC.read_text(), re.DOTALL)
+    assert match, f"docs/ci-and-trust.md has no trust policy marked {role}"
+    policy: dict[str, Any] = json.loads(match.group(1))
+    return policy
+
+
+def oidc_subject(workflow: dict[str, Any], job: dict[str, Any]) -> str:
+    """The `sub` claim GitHub gives the job's OIDC token (GitHub docs, "About security hardening with
+    OpenID Connect", example subject claims): the environment's, else the pull request's, else the ref's
+    (these workflows run on main)."""
+    if "environment" in job:
+        return f"repo:OWNER/REPO:environment:{job['environment']}"
+    if "pull_request" in workflow["on"]:
+        return "repo:OWNER/REPO:pull_request"
+    return "repo:OWNER/REPO:ref:refs/heads/main"
+
+
+@pytest.mark.parametrize(
+    ("role", "workflow", "job_name", "variable"),
+    [
+        ("preview, non-production", "pr.yml", "preview", "AWS_PREVIEW_ROLE_ARN"),
+        ("preview, production", "pr.yml", "preview-approved", "AWS_PREVIEW_ROLE_ARN"),
+        ("deploy, non-production", "deploy.yml", "pre-production", "AWS_DEPLOY_ROLE_ARN"),
+        ("deploy, production", "deploy.yml", "production", "AWS_DEPLOY_ROLE_ARN"),
+        ("deploy, production", "destroy.yml", "production", "AWS_DEPLOY_ROLE_ARN"),
+    ],
+)
+def test_each_roles_documented_trust_policy_admits_exactly_its_jobs_subject(
+    role: str, workflow: str, job_name: str, variable: str
+) -> None:
+    job = _jobs(ALL[workflow])[job_name]
+    [aws] = steps_using(job, "aws-actions/configure-aws-credentials")
+    assert aws["with"]["role-to-assume"] == f"${{{{ vars.{variable} }}}}"
+    [statement] = trust_policy(role)["Statement"]
+    assert statement["Effect"] == "Allow"
+    assert statement["Action"] == "sts:AssumeRoleWithWebIdentity"
+    assert statement["Principal"]["Federated"].endswith(":oidc-provider/token.actions.githubusercontent.com")
+    assert statement["Condition"] == {
+        "StringEquals": {  # exact match: no StringLike wildcards
+            "token.actions.githubusercontent.com:aud": "sts.amazonaws.com",
+            "token.actions.githubusercontent.com:sub": oidc_subject(ALL[workflow], job),
+        }
+    }
+
+
+def test_the_documented_max_session_duration_allows_the_deploy_credentials() -> None:
+    durations = {
+        aws["with"]["role-duration-seconds"]
+        for _, _, job in PULUMI_JOBS
+        for aws in steps_using(job, "aws-actions/configure-aws-credentials")
+        if "role-duration-seconds" in aws["with"]
+    }
+    assert durations == {7200}
+    [documented] = re.findall(r"--max-session-duration (\d+)", TRUST_DOC.read_text())
+    assert int(documented) >= max(durations)
