@@ -6,7 +6,9 @@ the AWS APIs the cluster and an in-VPC deployer call.
 """
 
 import ipaddress
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
@@ -233,19 +235,17 @@ class Network(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         created: list[pulumi.CustomResource] = []
         if config.s3_gateway:
-            # The service name as the partition spells it; fails the preview where it is not offered.
-            s3 = aws.ec2.get_vpc_endpoint_service_output(service=S3_GATEWAY_SERVICE, service_type="Gateway")
             created.append(
-                aws.ec2.VpcEndpoint(
+                self._endpoint(
                     f"{name}-s3",
-                    vpc_id=vpc.id,
-                    service_name=s3.service_name,
-                    vpc_endpoint_type="Gateway",
+                    S3_GATEWAY_SERVICE,
+                    "Gateway",
+                    vpc=vpc,
+                    tags=tags,
+                    opts=child,
                     # It adds a prefix-list route to each table; the tables' inline routes leave it alone
                     # (terraform-provider-aws skips `vpce-` prefix-list routes when it reads a route table).
-                    route_table_ids=[t.id for t in private_tables],
-                    tags={**tags, "Name": f"{name}-s3"},
-                    opts=child,
+                    placement=lambda _: {"route_table_ids": [t.id for t in private_tables]},
                 )
             )
         if not config.interface:
@@ -269,24 +269,54 @@ class Network(pulumi.ComponentResource):
             opts=child,
         )
         created.append(https)
-        for service in config.interface:
-            offered = aws.ec2.get_vpc_endpoint_service_output(service=service, service_type="Interface")
-            # An ENI in each private subnet whose zone the service is offered in (a few services skip a zone).
-            subnet_ids = pulumi.Output.all(
-                zones=offered.availability_zones, subnets={az: s.id for az, s in private.items()}
-            ).apply(lambda r: [subnet for az, subnet in r["subnets"].items() if az in r["zones"]])
-            created.append(
-                aws.ec2.VpcEndpoint(
-                    f"{name}-{service.replace('.', '-')}",
-                    vpc_id=vpc.id,
-                    service_name=offered.service_name,
-                    vpc_endpoint_type="Interface",
-                    subnet_ids=subnet_ids,
-                    security_group_ids=[group.id],
-                    # The service's public name resolves to the endpoint inside the VPC: no client changes.
-                    private_dns_enabled=True,
-                    tags={**tags, "Name": f"{name}-{service}"},
-                    opts=pulumi.ResourceOptions(parent=self, depends_on=[https]),
-                )
+        subnets = {az: s.id for az, s in private.items()}
+
+        def interface(offered: pulumi.Output[aws.ec2.GetVpcEndpointServiceResult]) -> dict[str, Any]:
+            # An ENI in each private subnet whose zone the service is offered in (a few services skip a zone);
+            # the service's public name resolves to the endpoint inside the VPC: no client changes.
+            return {
+                "subnet_ids": pulumi.Output.all(zones=offered.availability_zones, subnets=subnets).apply(
+                    lambda r: [subnet for az, subnet in r["subnets"].items() if az in r["zones"]]
+                ),
+                "security_group_ids": [group.id],
+                "private_dns_enabled": True,
+            }
+
+        created += [
+            self._endpoint(
+                f"{name}-{service.replace('.', '-')}",
+                service,
+                "Interface",
+                vpc=vpc,
+                tags=tags,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[https]),
+                placement=interface,
             )
+            for service in config.interface
+        ]
         return created
+
+    @staticmethod
+    def _endpoint(
+        name: str,
+        service: str,
+        kind: str,
+        *,
+        vpc: aws.ec2.Vpc,
+        tags: dict[str, str],
+        opts: pulumi.ResourceOptions,
+        placement: Callable[[pulumi.Output[aws.ec2.GetVpcEndpointServiceResult]], dict[str, Any]],
+    ) -> aws.ec2.VpcEndpoint:
+        """An endpoint of `service` (`kind` Gateway or Interface) with the arguments `placement` derives from
+        the offered service. The service name is asked of EC2 as the region spells it; an unknown or
+        unoffered one fails the preview."""
+        offered = aws.ec2.get_vpc_endpoint_service_output(service=service, service_type=kind)
+        return aws.ec2.VpcEndpoint(
+            name,
+            vpc_id=vpc.id,
+            service_name=offered.service_name,
+            vpc_endpoint_type=kind,
+            tags={**tags, "Name": name},
+            opts=opts,
+            **placement(offered),
+        )

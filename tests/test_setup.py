@@ -14,6 +14,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+from tests.helpers import run_captured, stand_in
+
 ROOT = Path(__file__).resolve().parent.parent
 DEV_TOOLS = ("node", "npm", "npx", "apt-get", "apt", "sudo", "promtool", "prometheus", "checkov", "uv")
 """What the development setup installs or runs; the runtime setup must touch none of them."""
@@ -71,15 +73,10 @@ def tool_stand_ins(tmp_path: Path, python: str | None) -> tuple[Path, Path]:
     """A bin directory with a recording stand-in for each development tool, and `python3` (the real
     interpreter, or one that says it is 3.10 when `python` is None). Returns (bin, log)."""
     bin_dir, log = tmp_path / "bin", tmp_path / "calls.log"
-    bin_dir.mkdir()
     for tool in DEV_TOOLS:
-        stand_in = bin_dir / tool
-        stand_in.write_text(f'#!/bin/sh\necho "{tool} $*" >> "{log}"\nexit 1\n')
-        stand_in.chmod(0o755)
+        stand_in(bin_dir, tool, f'echo "{tool} $*" >> "{log}"\nexit 1\n')
     if python is None:
-        old = bin_dir / "python3"
-        old.write_text('#!/bin/sh\n[ "$1" = --version ] && echo "Python 3.10.12" && exit 0\nexit 1\n')
-        old.chmod(0o755)
+        stand_in(bin_dir, "python3", '[ "$1" = --version ] && echo "Python 3.10.12" && exit 0\nexit 1\n')
     else:
         (bin_dir / "python3").symlink_to(python)
     return bin_dir, log
@@ -93,14 +90,7 @@ def run_setup(repo: Path, bin_dir: Path, wheels: Path, *args: str) -> subprocess
         "PIP_FIND_LINKS": str(wheels),
         "PIP_NO_CACHE_DIR": "1",
     }
-    return subprocess.run(
-        ["/bin/bash", str(repo / "scripts" / "setup.sh"), *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
+    return run_captured(["/bin/bash", str(repo / "scripts" / "setup.sh"), *args], env=env, timeout=300)
 
 
 def real_python() -> str:

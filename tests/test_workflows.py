@@ -19,6 +19,7 @@ import yaml
 
 from synth.stack_files import main as stack_files_main
 from synth.stack_files import matrices, production_stacks, stacks
+from tests.helpers import run_captured, stand_in
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = ROOT / ".github" / "workflows"
@@ -406,14 +407,11 @@ def github_script(
     runner.write_text(_RUN_GITHUB_SCRIPT)
     data = tmp_path / "fixture.json"
     data.write_text(json.dumps(fixture))
-    result = subprocess.run(
+    result = run_captured(
         [node, str(runner), kind, str(target), str(data)],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
         env={"PATH": "/usr/bin:/bin", **(env or {})},
+        cwd=tmp_path,
         timeout=60,
-        check=False,
     )
     assert result.returncode == 0, result.stderr
     calls: list[list[Any]] = json.loads(result.stdout)
@@ -630,30 +628,23 @@ def test_a_preview_of_a_stack_that_does_not_exist_yet_is_skipped_before_credenti
     assert "upsert" not in pulumi_step(job)["with"]  # a pull request never creates a stack
 
 
-def run_stack_exists(tmp_path: Path, status: str) -> tuple[subprocess.CompletedProcess[str], str]:
-    """Run .github/scripts/stack-exists.sh with a curl that answers `status` and records its arguments."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    curl = bin_dir / "curl"
-    curl.write_text(f'#!/bin/sh\necho "$@" > "{tmp_path}/curl-args"\nprintf %s {status}\n')
-    curl.chmod(0o755)
+def github_output(tmp_path: Path) -> Path:
     output = tmp_path / "output"
     output.touch()
+    return output
+
+
+def run_stack_exists(tmp_path: Path, status: str) -> tuple[subprocess.CompletedProcess[str], str]:
+    """Run .github/scripts/stack-exists.sh with a curl that answers `status` and records its arguments."""
+    stand_in(tmp_path / "bin", "curl", f'echo "$@" > "{tmp_path}/curl-args"\nprintf %s {status}\n')
+    output = github_output(tmp_path)
     env = {
-        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin",
         "PULUMI_ACCESS_TOKEN": "pul-0123",
         "STACK": "acme/gpu-eks/staging",
         "GITHUB_OUTPUT": str(output),
     }
-    result = subprocess.run(
-        ["bash", str(SCRIPTS / "stack-exists.sh")],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=30,
-        check=False,
-    )
-    return result, output.read_text()
+    return run_captured(["bash", str(SCRIPTS / "stack-exists.sh")], env=env), output.read_text()
 
 
 @pytest.mark.parametrize(("status", "exists"), [("200", "true"), ("404", "false")])
@@ -686,8 +677,7 @@ def _plan_step() -> dict[str, Any]:
 
 # Stands in for `.venv/bin/python` when the plan step runs in a scratch directory: records its arguments;
 # plans exit 1 for the stacks in $BLOCKED (a plan is printed) and 2 for those in $REFUSED (nothing printed).
-_FAKE_PYTHON = """#!/bin/bash
-echo "$*" >> calls
+_FAKE_PYTHON = """echo "$*" >> calls
 stack=$4
 case " $REFUSED " in *" $stack "*) echo "refused" >&2; exit 2;; esac
 echo "### \\`$stack\\`: a plan"
@@ -700,26 +690,14 @@ def run_plan_step(
     tmp_path: Path, *, blocked: str = "", refused: str = ""
 ) -> subprocess.CompletedProcess[str]:
     """Run the plan step's script as the runner would (bash -eo pipefail) with the `all` stack matrix."""
-    step = _plan_step()
-    python = tmp_path / ".venv" / "bin" / "python"
-    python.parent.mkdir(parents=True)
-    python.write_text(_FAKE_PYTHON)
-    python.chmod(0o755)
+    stand_in(tmp_path / ".venv" / "bin", "python", _FAKE_PYTHON)
     env = {
         "PATH": "/usr/bin:/bin",
         "STACKS": json.dumps(MATRICES["all"], separators=(",", ":")),
         "BLOCKED": blocked,
         "REFUSED": refused,
     }
-    return subprocess.run(
-        ["bash", "-e", "-o", "pipefail", "-c", step["run"]],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=30,
-        check=False,
-    )
+    return run_captured(["bash", "-e", "-o", "pipefail", "-c", _plan_step()["run"]], env=env, cwd=tmp_path)
 
 
 def test_pr_checks_synthesise_every_stack_and_list_them_for_the_previews() -> None:
@@ -883,30 +861,17 @@ def run_destroy_stack_step(
     """Run the destroy workflow's first step in the repository with the real `synth.stack_files` (pip is a
     no-op: PyYAML is in .venv)."""
     [step] = [s for s in _jobs(DESTROY)["stack"]["steps"] if s.get("id") == "stack"]
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    python = bin_dir / "python"
-    python.write_text(f'#!/bin/sh\n[ "$2" = pip ] && exit 0\nexec "{ROOT}/.venv/bin/python" "$@"\n')
-    python.chmod(0o755)
-    output = tmp_path / "output"
-    output.touch()
+    assert step["env"] == {"STACK": "${{ inputs.stack }}", "CONFIRM": "${{ inputs.confirm }}"}
+    stand_in(tmp_path / "bin", "python", f'[ "$2" = pip ] && exit 0\nexec "{ROOT}/.venv/bin/python" "$@"\n')
+    output = github_output(tmp_path)
     env = {
-        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin",
         "STACK": stack,
         "CONFIRM": confirm,
         "GITHUB_OUTPUT": str(output),
         "GITHUB_REF_NAME": "main",
     }
-    assert step["env"] == {"STACK": "${{ inputs.stack }}", "CONFIRM": "${{ inputs.confirm }}"}
-    result = subprocess.run(
-        ["bash", "-e", "-o", "pipefail", "-c", step["run"]],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
+    result = run_captured(["bash", "-e", "-o", "pipefail", "-c", step["run"]], env=env, cwd=ROOT, timeout=60)
     return result, dict(line.split("=", 1) for line in output.read_text().splitlines())
 
 
@@ -954,14 +919,7 @@ def run_guard(
         )
 
     env = {"PATH": "/usr/bin:/bin", **{k: expand(v) for k, v in step.get("env", {}).items()}}
-    return subprocess.run(
-        ["bash", "-e", "-c", expand(step["run"])],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=30,
-        check=False,
-    )
+    return run_captured(["bash", "-e", "-c", expand(step["run"])], env=env)
 
 
 @pytest.mark.parametrize(
