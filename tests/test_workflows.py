@@ -843,8 +843,9 @@ def test_deploy_runs_on_main_pre_production_then_approved_production() -> None:
         assert pulumi_step(job)["with"]["stack-name"] == "${{ vars.PULUMI_ORG }}/${{ matrix.stack }}"
 
 
-def test_destroy_is_started_by_hand_for_one_confirmed_stack() -> None:
+def test_destroy_is_started_by_hand_on_main_for_one_confirmed_stack() -> None:
     assert set(DESTROY["on"]) == {"workflow_dispatch"}
+    assert _jobs(DESTROY)["stack"]["if"] == "github.ref == 'refs/heads/main'"  # every other job needs it
     inputs = DESTROY["on"]["workflow_dispatch"]["inputs"]
     assert {k: v["required"] for k, v in inputs.items()} == {"stack": True, "confirm": True}
     for job_name in ("pre-production", "production"):
