@@ -49,6 +49,7 @@ cluster = Cluster(
     public_subnet_ids=network.public_subnet_ids,
     tags=tags,
     profile=config.profile,
+    private_egress=network.private_egress,
 )
 storage = BlockStorage(
     "storage",

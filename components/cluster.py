@@ -266,10 +266,13 @@ class Cluster(pulumi.ComponentResource):
         public_subnet_ids: pulumi.Input[list[str]],
         tags: dict[str, str],
         profile: str | None = None,
+        private_egress: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         """`control_plane_subnet_ids` may resolve before the subnets route to the internet (the control
-        plane needs no egress); `node_subnet_ids` must not. `profile` is the stack's `aws:profile`."""
+        plane needs no egress); `node_subnet_ids` must not. `profile` is the stack's `aws:profile`.
+        `private_egress`: what a deployer inside the VPC reaches AWS and Pulumi Cloud through (NAT routes,
+        VPC endpoints); every Kubernetes object depends on it."""
         super().__init__("gpu-eks:cluster:Cluster", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         protected = pulumi.ResourceOptions(parent=self, protect=config.protect)
@@ -447,8 +450,9 @@ class Cluster(pulumi.ComponentResource):
             kubeconfig=pulumi.Output.json_dumps(kubeconfig) if profile else cluster.kubeconfig_json,
             enable_server_side_apply=True,
             # Every Kubernetes resource uses this provider, so on `pulumi destroy` all of them go before the
-            # ingress rules and access entries the deployer reaches the API through.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=api_access),
+            # ingress rules and access entries the deployer reaches the API through, and before the routes and
+            # endpoints an in-VPC deployer reaches AWS and Pulumi Cloud through.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*api_access, *private_egress]),
         )
         self.register_outputs(
             {

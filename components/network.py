@@ -1,15 +1,22 @@
 """Network: a VPC over 2-3 availability zones with public and private subnets and NAT, or an existing VPC.
 
-Private subnets carry `karpenter.sh/discovery: <cluster>` so EC2NodeClasses select them by tag.
+Private subnets carry `karpenter.sh/discovery: <cluster>` so EC2NodeClasses select them by tag. A new VPC
+gets an S3 gateway endpoint on its private route tables (free) and, if configured, interface endpoints for
+the AWS APIs the cluster and an in-VPC deployer call.
 """
 
 import ipaddress
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
 
-from config.network import NetworkConfig
+from config.network import NetworkConfig, VpcEndpointsConfig
+from facts.vpc_endpoints import S3_GATEWAY_SERVICE
+
+HTTPS = 443
 
 DISCOVERY_TAG = "karpenter.sh/discovery"
 """The tag Karpenter's subnet and security group selector terms match on (value: the cluster name)."""
@@ -56,6 +63,12 @@ class Network(pulumi.ComponentResource):
     discovery: list[pulumi.Resource]
     """What carries the `karpenter.sh/discovery` tag of the private subnets (the subnets, or the tags added
     to an existing VPC's): Karpenter's controller depends on them, so they outlive it on destroy."""
+    private_egress: list[pulumi.CustomResource]
+    """What anything in the private subnets reaches AWS and the internet through: the private route tables'
+    associations (the NAT routes) and the VPC endpoints with their security group rule. Nodes wait for it,
+    and the Kubernetes provider depends on it, so on `pulumi destroy` every node and Kubernetes object goes
+    first: a deployer inside the VPC keeps its way to AWS and Pulumi Cloud while it removes them. Empty for
+    an existing VPC (its owners keep its egress)."""
 
     def __init__(
         self,
@@ -75,6 +88,7 @@ class Network(pulumi.ComponentResource):
             self.private_subnet_ids = pulumi.Output.from_input(list(existing.private_subnet_ids))
             self.control_plane_subnet_ids = self.private_subnet_ids
             self.public_subnet_ids = pulumi.Output.from_input(list(existing.public_subnet_ids))
+            self.private_egress = []
             # We do not own these subnets; add only the discovery tag Karpenter cannot work without.
             self.discovery = [
                 aws.ec2.Tag(
@@ -166,6 +180,7 @@ class Network(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[igw]),
             )
         private_routes: list[aws.ec2.RouteTableAssociation] = []
+        private_tables: list[aws.ec2.RouteTable] = []
         for az, subnet_resource in private.items():
             nat = nats.get(az, nats[nat_zones[0]])
             route_table = aws.ec2.RouteTable(
@@ -175,6 +190,7 @@ class Network(pulumi.ComponentResource):
                 tags={**tags, "Name": f"{name}-private-{az}"},
                 opts=child,
             )
+            private_tables.append(route_table)
             private_routes.append(
                 aws.ec2.RouteTableAssociation(
                     f"{name}-private-{az}",
@@ -183,11 +199,124 @@ class Network(pulumi.ComponentResource):
                     opts=child,
                 )
             )
+        endpoints = self._endpoints(
+            name=name,
+            config=config.endpoints,
+            vpc=vpc,
+            vpc_cidr=config.cidr,
+            private=private,
+            private_tables=private_tables,
+            tags=tags,
+        )
+        self.private_egress = [*private_routes, *endpoints]
         self.vpc_id = vpc.id
         self.control_plane_subnet_ids = pulumi.Output.all(*[s.id for s in private.values()])
-        # For nodes: resolve only once the NAT routes exist, so no node starts in a subnet without egress.
+        # For nodes: resolve only once the NAT routes and the endpoints exist, so no node starts in a subnet
+        # without egress, and on destroy the nodes go before them.
         self.private_subnet_ids = pulumi.Output.all(
-            ids=[s.id for s in private.values()], routed=[r.id for r in private_routes]
+            ids=[s.id for s in private.values()], egress=[r.id for r in self.private_egress]
         ).apply(lambda resolved: list(resolved["ids"]))
         self.discovery = list(private.values())
         self.public_subnet_ids = pulumi.Output.all(*[s.id for s in public.values()])
+
+    def _endpoints(
+        self,
+        *,
+        name: str,
+        config: VpcEndpointsConfig,
+        vpc: aws.ec2.Vpc,
+        vpc_cidr: str,
+        private: dict[str, aws.ec2.Subnet],
+        private_tables: list[aws.ec2.RouteTable],
+        tags: dict[str, str],
+    ) -> list[pulumi.CustomResource]:
+        """The S3 gateway endpoint on the private route tables and the interface endpoints, with the security
+        group that admits HTTPS to them from the VPC (nodes, pods, an in-VPC runner)."""
+        child = pulumi.ResourceOptions(parent=self)
+        created: list[pulumi.CustomResource] = []
+        if config.s3_gateway:
+            created.append(
+                self._endpoint(
+                    f"{name}-s3",
+                    S3_GATEWAY_SERVICE,
+                    "Gateway",
+                    vpc=vpc,
+                    tags=tags,
+                    opts=child,
+                    # It adds a prefix-list route to each table; the tables' inline routes leave it alone
+                    # (terraform-provider-aws skips `vpce-` prefix-list routes when it reads a route table).
+                    placement=lambda _: {"route_table_ids": [t.id for t in private_tables]},
+                )
+            )
+        if not config.interface:
+            return created
+        group = aws.ec2.SecurityGroup(
+            f"{name}-endpoints",
+            vpc_id=vpc.id,
+            description="gpu-eks interface VPC endpoints: HTTPS from the VPC",
+            tags={**tags, "Name": f"{name}-endpoints"},
+            opts=child,
+        )
+        https = aws.vpc.SecurityGroupIngressRule(
+            f"{name}-endpoints-https",
+            security_group_id=group.id,
+            cidr_ipv4=vpc_cidr,
+            ip_protocol="tcp",
+            from_port=HTTPS,
+            to_port=HTTPS,
+            description="HTTPS from the VPC to the interface endpoints",
+            tags=tags,
+            opts=child,
+        )
+        created.append(https)
+        subnets = {az: s.id for az, s in private.items()}
+
+        def interface(offered: pulumi.Output[aws.ec2.GetVpcEndpointServiceResult]) -> dict[str, Any]:
+            # An ENI in each private subnet whose zone the service is offered in (a few services skip a zone);
+            # the service's public name resolves to the endpoint inside the VPC: no client changes.
+            return {
+                "subnet_ids": pulumi.Output.all(zones=offered.availability_zones, subnets=subnets).apply(
+                    lambda r: [subnet for az, subnet in r["subnets"].items() if az in r["zones"]]
+                ),
+                "security_group_ids": [group.id],
+                "private_dns_enabled": True,
+            }
+
+        created += [
+            self._endpoint(
+                f"{name}-{service.replace('.', '-')}",
+                service,
+                "Interface",
+                vpc=vpc,
+                tags=tags,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[https]),
+                placement=interface,
+            )
+            for service in config.interface
+        ]
+        return created
+
+    @staticmethod
+    def _endpoint(
+        name: str,
+        service: str,
+        kind: str,
+        *,
+        vpc: aws.ec2.Vpc,
+        tags: dict[str, str],
+        opts: pulumi.ResourceOptions,
+        placement: Callable[[pulumi.Output[aws.ec2.GetVpcEndpointServiceResult]], dict[str, Any]],
+    ) -> aws.ec2.VpcEndpoint:
+        """An endpoint of `service` (`kind` Gateway or Interface) with the arguments `placement` derives from
+        the offered service. The service name is asked of EC2 as the region spells it; an unknown or
+        unoffered one fails the preview."""
+        offered = aws.ec2.get_vpc_endpoint_service_output(service=service, service_type=kind)
+        return aws.ec2.VpcEndpoint(
+            name,
+            vpc_id=vpc.id,
+            service_name=offered.service_name,
+            vpc_endpoint_type=kind,
+            tags={**tags, "Name": name},
+            opts=opts,
+            **placement(offered),
+        )

@@ -6,7 +6,8 @@ from typing import Literal, Self
 from pydantic import Field, field_validator, model_validator
 
 from config.base import ConfigModel
-from config.types import VpcCidr, WholeNumber
+from config.types import Flag, VpcCidr, WholeNumber
+from facts.vpc_endpoints import InterfaceService
 
 
 def _ids(prefix: str, values: tuple[str, ...]) -> tuple[str, ...]:
@@ -41,6 +42,27 @@ class ExistingVpc(ConfigModel):
         return _ids("subnet", value)
 
 
+class VpcEndpointsConfig(ConfigModel):
+    """AWS APIs reached from the private subnets without the NAT gateways (VPC endpoints)."""
+
+    s3_gateway: Flag = True
+    """An S3 gateway endpoint on the private route tables. Free: ECR keeps image layers in S3, so with it
+    layer downloads (GPU images run to gigabytes) skip the NAT gateways' per-GB charge."""
+    interface: tuple[InterfaceService, ...] = ()
+    """Interface endpoints, each with an ENI in every private subnet, private DNS on, and a security group
+    admitting HTTPS from the VPC: nodes, controllers and an in-VPC runner then reach these APIs when the NAT
+    gateways cannot. Each costs per AZ-hour and per GB (docs/private-production.md, "VPC endpoints and what
+    they cost"). Accepted: ec2, ecr.api, ecr.dkr, eks, eks-auth, sqs, ssm, sts, aps-workspaces."""
+
+    @field_validator("interface")
+    @classmethod
+    def _unique(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        repeated = sorted({s for s in value if value.count(s) > 1})
+        if repeated:
+            raise ValueError(f"lists {', '.join(repeated)} more than once; one endpoint per service")
+        return value
+
+
 class NetworkConfig(ConfigModel):
     """Where the cluster lives."""
 
@@ -51,13 +73,19 @@ class NetworkConfig(ConfigModel):
     nat_gateways: Literal["single", "perAz"] = "single"
     """`single`: one NAT gateway (cheap; its AZ is a single point of failure for egress).
     `perAz`: one per AZ (resilient; for production)."""
+    endpoints: VpcEndpointsConfig = VpcEndpointsConfig()
+    """VPC endpoints of the new VPC: the S3 gateway endpoint (on by default, free) and optional interface
+    endpoints. An existing VPC's endpoints are its owners' to manage."""
     existing: ExistingVpc | None = None
-    """Use this VPC instead of creating one (then leave `cidr`, `availabilityZones`, `natGateways` unset)."""
+    """Use this VPC instead of creating one (then leave `cidr`, `availabilityZones`, `natGateways` and
+    `endpoints` unset)."""
 
     @model_validator(mode="after")
     def _existing_excludes_new(self) -> Self:
         if self.existing is not None:
-            clashing = sorted({"cidr", "availability_zones", "nat_gateways"} & self.model_fields_set)
+            clashing = sorted(
+                {"cidr", "availability_zones", "nat_gateways", "endpoints"} & self.model_fields_set
+            )
             if clashing:
                 keys = ", ".join(type(self).model_fields[k].alias or k for k in clashing)
                 raise ValueError(

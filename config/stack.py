@@ -2,6 +2,7 @@
 
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import pulumi
@@ -36,10 +37,12 @@ from config.karpenter import KarpenterConfig
 from config.network import NetworkConfig
 from config.node_pools import GpuUnits, NodePoolConfig
 from config.observability import ObservabilityConfig
+from config.operation import Operation, current_operation
 from config.smoke_test import SmokeTestConfig
 from config.types import AwsProfile, AwsRegion, documentation_range
 from facts.aws_provider import provider_config_keys
 from facts.partitions import Partition, partition_of_arn, partition_of_region
+from facts.placeholders import documentation_account
 from pools.sharing import gpu_limit_units, gpu_limits, pool_gpu_resource, sharing_capacity
 
 
@@ -312,15 +315,20 @@ def _gpu_units(pool: NodePoolConfig, config: StackConfig) -> GpuUnits | None:
         return None
 
 
-def config_warnings(config: StackConfig) -> list[str]:
-    """What is allowed but worth a second look in `pulumi preview`: an implausibly large pool, an API allow
-    list entry that is still a documentation placeholder (the committed prod stack's runner address), nodes
-    of an existing VPC that depend on the public allow list."""
+def _placeholders(config: StackConfig) -> list[ConfigProblem]:
+    """Documentation examples where a real value goes: an API allow list entry in a documentation range (the
+    committed prod stack's runner address), a role ARN in an AWS documentation account. `pulumi preview`
+    warns about each; `pulumi up` refuses them."""
     endpoint = config.cluster.endpoint
-    placeholders = [
-        f"{PROJECT}:cluster.endpoint.{key}[{index}] = {cidr!r}: lies in {documentation}, a range reserved "
-        "for documentation that no runner sends from, so nothing could reach the API through it: put your "
-        "runner's egress address there before pulumi up (docs/private-production.md)"
+    cidrs = [
+        ConfigProblem(
+            f"{PROJECT}:cluster.endpoint.{key}[{index}]",
+            f"lies in {documentation}, a range reserved for documentation that no runner sends from, so "
+            "nothing could reach the API through it: put your runner's egress address there before pulumi "
+            "up (docs/private-production.md)",
+            cidr,
+            True,
+        )
         for key, cidrs in (
             ("publicAccessCidrs", endpoint.public_access_cidrs if endpoint.public_access else ()),
             ("privateAccessCidrs", endpoint.private_access_cidrs),
@@ -328,6 +336,26 @@ def config_warnings(config: StackConfig) -> list[str]:
         for index, cidr in enumerate(cidrs)
         if (documentation := documentation_range(cidr)) is not None
     ]
+    roles = [
+        ConfigProblem(
+            config_key(("cluster", *path)),
+            f"is a role of account {account}, an example account of the AWS documentation that no "
+            "organization deploys in, so its access entry would let nobody in: put the ARN of your own role "
+            "there before pulumi up",
+            arn,
+            True,
+        )
+        for path, arn in _access_entry_roles(config)
+        if arn is not None and (account := documentation_account(arn)) is not None
+    ]
+    return cidrs + roles
+
+
+def config_warnings(config: StackConfig) -> list[str]:
+    """What is allowed but worth a second look in `pulumi preview`: an implausibly large pool, a
+    documentation placeholder (`pulumi up` refuses those), nodes of an existing VPC that depend on the public
+    allow list."""
+    placeholders = [str(problem) for problem in _placeholders(config)]
     nodes = (
         [
             f"{PROJECT}:cluster.endpoint.privateAccess = false: nodes reach the API through the public "
@@ -481,18 +509,22 @@ def _node_api_access_problems(config: StackConfig) -> list[ConfigProblem]:
     ]
 
 
-def _role_partition_problems(config: StackConfig) -> list[ConfigProblem]:
-    """Every role given an access entry must be of the region's partition: IAM principals never cross
-    partitions, so a role of another one could never sign in, and its access entry fails after the cluster
-    exists."""
+def _access_entry_roles(config: StackConfig) -> list[tuple[tuple[str | int, ...], str | None]]:
+    """(path below `cluster`, ARN) of every role the config gives an access entry."""
     cluster = config.cluster
-    roles: list[tuple[tuple[str | int, ...], str | None]] = [
+    return [
         *((("adminRoleArns", index), arn) for index, arn in enumerate(cluster.admin_role_arns)),
         (("automation", "previewRoleArn"), cluster.automation.preview_role_arn),
         (("automation", "deployRoleArn"), cluster.automation.deploy_role_arn),
     ]
+
+
+def _role_partition_problems(config: StackConfig) -> list[ConfigProblem]:
+    """Every role given an access entry must be of the region's partition: IAM principals never cross
+    partitions, so a role of another one could never sign in, and its access entry fails after the cluster
+    exists."""
     problems = []
-    for path, arn in roles:
+    for path, arn in _access_entry_roles(config):
         if arn is None:
             continue
         partition = partition_of_arn(arn, argument=config_key(("cluster", *path)))
@@ -555,8 +587,11 @@ def _karpenter_replicas_problems(config: StackConfig) -> list[ConfigProblem]:
     return []
 
 
-def parse_stack_config(raw: Mapping[str, Any], secret_keys: frozenset[str] = frozenset()) -> StackConfig:
-    """Validate raw config (full key -> value as Pulumi stores it: JSON text for objects).
+def parse_stack_config(
+    raw: Mapping[str, Any], secret_keys: frozenset[str] = frozenset(), *, operation: Operation = "preview"
+) -> StackConfig:
+    """Validate raw config (full key -> value as Pulumi stores it: JSON text for objects) for `operation`:
+    an `up` also refuses the documentation placeholders a preview only warns about.
 
     Raises `ConfigError` listing every problem, each with the full config key.
     """
@@ -582,16 +617,22 @@ def parse_stack_config(raw: Mapping[str, Any], secret_keys: frozenset[str] = fro
         problems.extend(problems_from_validation_error(exc, StackConfig, secret_keys))
         raise ConfigError(problems) from None
     problems.extend(_cross_section_problems(config))
+    if operation == "up":
+        problems.extend(
+            replace(p, message=f"{p.message}; pulumi preview only warns, pulumi up refuses it")
+            for p in _placeholders(config)
+        )
     if problems:
         raise ConfigError(problems)
     return _with_overlay_gate(config)
 
 
 def load_stack_config() -> StackConfig:
-    """Read this stack's Pulumi config and validate it (see `parse_stack_config`)."""
+    """Read this stack's Pulumi config and validate it (see `parse_stack_config`) for the operation the
+    program runs for (`config.operation`)."""
     raw = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
     secret_keys = frozenset(runtime_config._SECRET_KEYS.get())
-    config = parse_stack_config(raw, secret_keys)
+    config = parse_stack_config(raw, secret_keys, operation=current_operation())
     for warning in config_warnings(config):
         pulumi.log.warn(warning)
     return config

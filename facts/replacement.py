@@ -198,6 +198,30 @@ REPLACEMENT: Final[dict[str, Replacement]] = {
         # route_table_id updates in place (ReplaceRouteTableAssociation).
         forces_new=("gatewayId", "subnetId"),
     ),
+    "aws:ec2/securityGroup:SecurityGroup": Replacement(
+        source=_tf("ec2/vpc_security_group.go", "01606926a0c0ab9174aec440f976a48b0baee722"),
+        forces_new=("description", "name", "namePrefix", "vpcId"),
+        identity=("name", "vpcId"),
+    ),
+    "aws:ec2/vpcEndpoint:VpcEndpoint": Replacement(
+        source=_tf(
+            "ec2/vpc_endpoint.go",
+            "008db85aad5e56627b1eecab8830464a282552ed",
+            "route_table_ids, subnet_ids and security_group_ids update in place (ModifyVpcEndpoint); "
+            "CustomizeDiff forces a new endpoint when private_dns_enabled changes on a non-Interface one",
+        ),
+        forces_new=(
+            "serviceName",
+            "vpcId",
+            "vpcEndpointType",
+            "serviceRegion",
+            "resourceConfigurationArn",
+            "serviceNetworkArn",
+            "dnsOptions.privateDnsPreference",
+            "dnsOptions.privateDnsSpecifiedDomains",
+        ),
+        unordered=("routeTableIds", "subnetIds", "securityGroupIds"),
+    ),
     "aws:ec2/securityGroupRule:SecurityGroupRule": Replacement(
         source=_tf("ec2/vpc_security_group_rule.go", "0d90774d0fdd40607cbf3b07cbab20b95c481163"),
         # Everything but the description.

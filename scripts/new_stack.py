@@ -127,15 +127,23 @@ def new_stack(name: str, source: str, *, cluster: str | None, production: bool |
         header = next((i for i, line in enumerate(lines) if not line.startswith("#")), len(lines))
         text = "".join(lines[header:])
     production = source in production_stacks(root) if production is None else production
+    gate = " and the `production` environment's approval" if production else ""
     runner = (
-        " from the runner named by vars.PROD_RUNS_ON"
+        ", on the runner named by vars.PROD_RUNS_ON"
         if production or not api_open_to_all(source, root)
         else ""
     )
-    text = (
+    own_header = [
         f"# {name}: copied from Pulumi.{source}.yaml by `python -m scripts.new_stack` (own cluster name and "
-        f"VPC CIDR).\n# Deploy with `pulumi stack select {name} && pulumi up`{runner}.\n{text}"
-    )
+        "VPC CIDR).",
+        f"# Who runs the first `pulumi up`: the deploy workflow, after the merge that adds this file{gate}"
+        f"{runner},",
+        "# as the CI deploy role (it creates the stack if missing). EKS makes the cluster's creator its "
+        "admin,",
+        "# and every later `up` runs as that role: run from a laptop, it would leave the deploy role locked "
+        "out.",
+    ]
+    text = "\n".join(own_header) + "\n" + text
     document = yaml.safe_load(text)
     if document["config"]["gpu-eks:cluster"]["name"] != cluster:
         raise NewStackError("could not set gpu-eks:cluster.name in the copy; edit the file by hand")
@@ -180,7 +188,10 @@ def main(argv: list[str] | None = None) -> int:
     files = snapshot.render(run_stack(args.name, args.root))
     snapshot.write(files, args.root / "snapshots" / args.name)
     print(f"{path.name}: written; snapshots/{args.name}: {len(files)} files")
-    print("Review adminRoleArns, aws:region and the pools, then: pulumi stack init " + args.name)
+    print(
+        "Review adminRoleArns, aws:region and the pools, then open a pull request: after the merge, the "
+        f"deploy workflow creates the stack {args.name} and runs its first pulumi up"
+    )
     return 0
 
 

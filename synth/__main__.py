@@ -5,7 +5,8 @@
     .venv/bin/python -m synth prod --out /tmp/prod
     .venv/bin/python -m synth plan prod --from origin/main   # what `pulumi up` would change
 
-No AWS account or Pulumi CLI is needed; see docs/offline.md.
+No AWS account or Pulumi CLI is needed; see docs/offline.md. A synth stands for `pulumi preview`: what only
+`pulumi up` refuses (a documentation placeholder where a runner address or a role goes) is a warning here.
 Exit status: 0 done, 1 a snapshot is stale (--check), 2 a stack's configuration is refused (printed as
 `pulumi preview` prints it, without a traceback).
 """

@@ -12,6 +12,7 @@ import hashlib
 import json
 import re
 import uuid
+import zlib
 from typing import Any
 
 import pulumi
@@ -40,6 +41,7 @@ _EC2_IDS: dict[str, tuple[str, str | None]] = {
     "aws:ec2/natGateway:NatGateway": ("nat", None),
     "aws:ec2/securityGroup:SecurityGroup": ("sg", "security-group"),
     "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule": ("sgr", "security-group-rule"),
+    "aws:ec2/vpcEndpoint:VpcEndpoint": ("vpce", "vpc-endpoint"),
 }
 
 # The default build of each add-on per Kubernetes minor, as `describe-addon-versions` would mark it
@@ -438,5 +440,24 @@ class AwsMocks(pulumi.runtime.Mocks):
                 "logGroupNamePrefix": prefix or None,
                 "region": self.region,
                 "id": self.region,
+            }, []
+        if token == "aws:ec2/getVpcEndpointService:getVpcEndpointService":
+            # `service` becomes `com.amazonaws.<region>.<service>`, offered in every zone of the region; id
+            # the CRC-32 of the service name, `arn:...:vpc-endpoint-service/<service id>`
+            # (terraform-provider-aws ec2/vpc_endpoint_service_data_source.go: `create.StringHashcode`).
+            service, kind = str(args.args["service"]), str(args.args["serviceType"])
+            name = f"com.amazonaws.{self.region}.{service}"
+            service_id = f"vpce-svc-{_digest(name)}"
+            letters = "abcdef"[: _ZONE_COUNT.get(self.region, 3)]
+            return {
+                "service": service,
+                "serviceName": name,
+                "serviceType": kind,
+                "serviceId": service_id,
+                "arn": self._arn("ec2", f"vpc-endpoint-service/{service_id}"),
+                "availabilityZones": [f"{self.region}{x}" for x in letters],
+                "owner": "amazon",
+                "acceptanceRequired": False,
+                "id": str(zlib.crc32(name.encode())),
             }, []
         raise NotImplementedError(f"no mock for invoke {token}: add one that answers like AWS would")

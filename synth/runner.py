@@ -20,6 +20,7 @@ from pulumi.runtime.proto import source_pb2
 from pulumi.runtime.stack import run_pulumi_func
 
 from config.errors import nearest
+from config.operation import OFFLINE_OPERATION, Operation
 from config.stack import SECTIONS
 from synth.mocks import AwsMocks
 from synth.stack_files import ROOT, stacks
@@ -316,8 +317,13 @@ def run_program(
     program: Callable[[], None] | None = None,
     monitor: RecordingMonitor | None = None,
     project: str = PROJECT,
+    operation: Operation = "preview",
 ) -> ProgramRun:
     """Run `program` (default: the real `__main__.py`) with `config` under the mocks, in a fresh runtime.
+
+    The run stands for `pulumi preview` (what it records is what a preview shows): the program checks its
+    configuration as a preview would, warning about what only `pulumi up` refuses. `operation="up"` checks it
+    as `pulumi up` would. The mocks always run with `preview=False`, so that every output resolves.
 
     Raises whatever the program raises (e.g. `ConfigError`); pass your own `monitor` to see what was
     registered before that.
@@ -331,6 +337,7 @@ def run_program(
     runtime_config.set_all_config(dict(config), [])
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
+    operation_token = OFFLINE_OPERATION.set(operation)
     try:
         pulumi.runtime.set_mocks(
             monitor.mocks, project=project, stack=stack, preview=False, monitor=monitor, logger=logger
@@ -342,6 +349,7 @@ def run_program(
         exports: dict[str, Any] = getattr(root, "outputs", {})
         outputs, secret = loop.run_until_complete(_resolve(exports))
     finally:
+        OFFLINE_OPERATION.reset(operation_token)
         loop.close()
         asyncio.set_event_loop(None)
         monitor.close_thread_loops()

@@ -93,14 +93,19 @@ def cross_stack_problems(root: Path = ROOT) -> list[str]:
 
 
 def matrices(root: Path = ROOT) -> dict[str, list[dict[str, Any]]]:
-    """`all`, `preProduction` and `production` stack matrices: `{stack, prodRunner}` per stack, where
-    `prodRunner` says it runs on `vars.PROD_RUNS_ON` (a production stack, or an API not open to all)."""
+    """Stack matrices, `{stack, prodRunner}` per stack, where `prodRunner` says it runs on
+    `vars.PROD_RUNS_ON` (a production stack, or an API not open to all): `all`; `preProduction` and
+    `production` (the deploy stages); `automaticPreview` (previewed on every push of a pull request: not
+    production, on a GitHub-hosted runner) and `approvedPreview` (the rest: previewed only once someone
+    approves the run, since it gets production credentials or the prod runner)."""
     production = set(production_stacks(root))
     rows = [{"stack": s, "prodRunner": s in production or not api_open_to_all(s, root)} for s in stacks(root)]
     return {
         "all": rows,
         "preProduction": [r for r in rows if r["stack"] not in production],
         "production": [r for r in rows if r["stack"] in production],
+        "automaticPreview": [r for r in rows if not r["prodRunner"]],
+        "approvedPreview": [r for r in rows if r["prodRunner"]],
     }
 
 

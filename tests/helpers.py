@@ -1,6 +1,8 @@
 """Small helpers for tests that build config and run the program."""
 
 import json
+import subprocess
+from pathlib import Path
 from typing import Any
 
 from synth.mocks import AwsMocks
@@ -49,3 +51,23 @@ def run_failing(region: str = "us-west-2", **sections: Any) -> tuple[BaseExcepti
     except Exception as exc:
         return exc, monitor
     raise AssertionError("the program ran to completion but was expected to fail")
+
+
+def stand_in(directory: Path, name: str, script: str) -> Path:
+    """An executable `name` in `directory` that runs the shell `script`: put `directory` first on PATH to
+    replace a tool in a script under test."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / name
+    path.write_text(f"#!/bin/sh\n{script}")
+    path.chmod(0o755)
+    return path
+
+
+def run_captured(
+    args: list[str], *, env: dict[str, str], cwd: Path | None = None, timeout: int = 30
+) -> subprocess.CompletedProcess[str]:
+    """Run a command with exactly `env` (no inherited environment), its output captured as text; the caller
+    judges the exit status."""
+    return subprocess.run(
+        args, cwd=cwd, capture_output=True, text=True, env=env, timeout=timeout, check=False
+    )

@@ -122,6 +122,7 @@ def test_cluster_security_group_id_is_a_security_group_id() -> None:
         ("aws:ec2/routeTableAssociation:RouteTableAssociation", "rtbassoc", None),
         ("aws:ec2/securityGroup:SecurityGroup", "sg", "security-group"),
         ("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule", "sgr", "security-group-rule"),
+        ("aws:ec2/vpcEndpoint:VpcEndpoint", "vpce", "vpc-endpoint"),
     ],
 )
 def test_ec2_ids_and_arns(typ: str, prefix: str, kind: str | None) -> None:
@@ -192,6 +193,25 @@ def test_get_log_groups_lists_the_groups_under_the_prefix() -> None:
     assert result["arns"] == [f"arn:aws:logs:us-west-2:{ACCOUNT_ID}:log-group:/aws/eks/ml-dev/cluster"]
     assert result["id"] == "us-west-2"
     assert call(US, "aws:cloudwatch/getLogGroups:getLogGroups", logGroupNamePrefix="/aws/eks/")["arns"] == []
+
+
+def test_get_vpc_endpoint_service_names_the_service_in_the_region() -> None:
+    """terraform-provider-aws ec2/vpc_endpoint_service_data_source.go: `service` becomes
+    `com.amazonaws.<region>.<service>`, id the CRC-32 of the name (`create.StringHashcode`), the zones it is
+    offered in."""
+    result = call(
+        US, "aws:ec2/getVpcEndpointService:getVpcEndpointService", service="sts", serviceType="Interface"
+    )
+    assert result["serviceName"] == "com.amazonaws.us-west-2.sts"
+    assert result["serviceType"] == "Interface"
+    assert result["id"] == "3091535302"  # Go: strconv.Itoa(int(crc32.ChecksumIEEE([]byte(name))))
+    assert (
+        result["availabilityZones"]
+        == call(US, "aws:index/getAvailabilityZones:getAvailabilityZones")["names"]
+    )
+    assert re.fullmatch(
+        r"arn:aws:ec2:us-west-2:\d{12}:vpc-endpoint-service/vpce-svc-[0-9a-f]{17}", result["arn"]
+    )
 
 
 def test_log_group_id_is_its_name_and_arn_has_no_wildcard() -> None:

@@ -52,11 +52,15 @@ def test_new_stack_from_prod_gets_its_own_name_network_and_production_listing(re
     assert name in production_stacks(repo)
     assert "# the prod runner's NAT egress (EIP); nothing else" in path.read_text()  # comments kept
     # Its own header in place of prod's (all of it), saying where it deploys from.
-    assert path.read_text().splitlines()[:3] == [
+    assert path.read_text().splitlines()[:5] == [
         f"# {name}: copied from Pulumi.prod.yaml by `python -m scripts.new_stack` (own cluster name and VPC "
         "CIDR).",
-        f"# Deploy with `pulumi stack select {name} && pulumi up` from the runner named by "
-        "vars.PROD_RUNS_ON.",
+        "# Who runs the first `pulumi up`: the deploy workflow, after the merge that adds this file and the "
+        "`production` environment's approval, on the runner named by vars.PROD_RUNS_ON,",
+        "# as the CI deploy role (it creates the stack if missing). EKS makes the cluster's creator its "
+        "admin,",
+        "# and every later `up` runs as that role: run from a laptop, it would leave the deploy role locked "
+        "out.",
         "config:",
     ]
     parsed = parse_stack_config(stack_config(name, repo))
@@ -72,8 +76,9 @@ def test_new_stack_writes_its_snapshot(repo: Path, capsys: pytest.CaptureFixture
     assert (repo / "snapshots" / name / "resources.yaml").is_file()
     assert f"ml-{name}" in (repo / "snapshots" / name / "outputs.yaml").read_text()
     assert (repo / f"Pulumi.{name}.yaml").read_text().splitlines()[1:3] == [
-        f"# Deploy with `pulumi stack select {name} && pulumi up`.",
-        "config:",
+        "# Who runs the first `pulumi up`: the deploy workflow, after the merge that adds this file,",
+        "# as the CI deploy role (it creates the stack if missing). EKS makes the cluster's creator its "
+        "admin,",
     ]
     assert f"Pulumi.{name}.yaml: written" in capsys.readouterr().out
 
