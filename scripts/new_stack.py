@@ -91,8 +91,11 @@ def _replace_in_section(text: str, section: str, key: str, value: str) -> str:
     return "".join(lines)
 
 
-def new_stack(name: str, source: str, *, cluster: str | None, production: bool | None, root: Path) -> Path:
-    """Write the stack file and the policy configuration; returns the new stack file."""
+def new_stack(
+    name: str, source: str, *, cluster: str | None, production: bool | None, root: Path
+) -> list[tuple[Path, str]]:
+    """Write the stack file and, for a production stack, the policy configuration; returns each file touched
+    with what was done to it (the stack file first)."""
     if not _STACK_NAME.fullmatch(name):
         raise NewStackError(
             f"stack name {name!r}: lower-case letters, digits and '-', starting with a letter"
@@ -149,6 +152,7 @@ def new_stack(name: str, source: str, *, cluster: str | None, production: bool |
         raise NewStackError("could not set gpu-eks:cluster.name in the copy; edit the file by hand")
     path = root / f"Pulumi.{name}.yaml"
     path.write_text(text)
+    touched = [(path, "written")]
 
     if production:
         config_path = root / POLICY_CONFIG
@@ -158,11 +162,12 @@ def new_stack(name: str, source: str, *, cluster: str | None, production: bool |
             old = re.compile(r'"productionStacks":\s*\[[^\]]*\]')
             new = f'"productionStacks": {json.dumps([*listed, name])}'
             config_path.write_text(old.sub(lambda _: new, config_path.read_text(), count=1))
+            touched.append((config_path, f"edited: {name} added to productionStacks"))
     problems = cross_stack_problems(root)
     if problems:
         path.unlink()
         raise NewStackError("; ".join(problems))
-    return path
+    return touched
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -179,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", type=Path, default=ROOT, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     try:
-        path = new_stack(
+        touched = new_stack(
             args.name, args.source, cluster=args.cluster_name, production=args.production, root=args.root
         )
     except NewStackError as exc:
@@ -187,7 +192,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     files = snapshot.render(run_stack(args.name, args.root))
     snapshot.write(files, args.root / "snapshots" / args.name)
-    print(f"{path.name}: written; snapshots/{args.name}: {len(files)} files")
+    for path, what in touched:
+        print(f"{path.relative_to(args.root)}: {what}")
+    for file in sorted(files):
+        print(f"snapshots/{args.name}/{file}: written")
     print(
         "Review adminRoleArns, aws:region and the pools, then open a pull request: after the merge, the "
         f"deploy workflow creates the stack {args.name} and runs its first pulumi up"

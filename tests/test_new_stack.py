@@ -43,7 +43,12 @@ def _unused(repo: Path, base: str) -> str:
 def test_new_stack_from_prod_gets_its_own_name_network_and_production_listing(repo: Path) -> None:
     name = _unused(repo, "staging")
     before = stacks(repo)
-    path = new_stack(name, "prod", cluster=None, production=None, root=repo)
+    (path, what), (policy, edit) = new_stack(name, "prod", cluster=None, production=None, root=repo)
+    assert (what, policy, edit) == (
+        "written",
+        repo / "policy" / "policy-config.json",
+        f"edited: {name} added to productionStacks",
+    )
     assert stacks(repo) == sorted([*before, name])
     document = yaml.safe_load(path.read_text())["config"]
     assert document["gpu-eks:cluster"]["name"] == f"ml-{name}"
@@ -80,7 +85,12 @@ def test_new_stack_writes_its_snapshot(repo: Path, capsys: pytest.CaptureFixture
         "# as the CI deploy role (it creates the stack if missing). EKS makes the cluster's creator its "
         "admin,",
     ]
-    assert f"Pulumi.{name}.yaml: written" in capsys.readouterr().out
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"Pulumi.{name}.yaml: written"
+    assert f"snapshots/{name}/resources.yaml: written" in out
+    assert len([line for line in out if line.startswith(f"snapshots/{name}/")]) == len(
+        list((repo / "snapshots" / name).rglob("*.*"))
+    )
 
 
 @pytest.mark.parametrize(
