@@ -25,6 +25,7 @@ from typing import Any, Final
 from components.observability.dashboards import DASHBOARD_LABEL, DASHBOARD_LABEL_VALUE, DATASOURCE_UID
 from components.observability.queries import NODE_LABELS_ALLOWLIST
 from config.observability import ObservabilityConfig
+from facts.metrics import KUBE_STATE_METRICS_OPT_IN
 from facts.prometheus_stack import AMP_DATASOURCE_PLUGIN, AMP_DATASOURCE_PLUGIN_VERSION
 
 RELEASE_NAME: Final = "kube-prometheus-stack"
@@ -186,6 +187,8 @@ def stack_values(
         "kube-state-metrics": {
             **on_system,
             "metricLabelsAllowlist": [f"nodes=[{','.join(NODE_LABELS_ALLOWLIST)}]"],
+            # The pods' nodeSelectors, by which the alerts tell which pool a waiting GPU pod is for.
+            "extraArgs": [f"--metric-opt-in-list={','.join(sorted(KUBE_STATE_METRICS_OPT_IN))}"],
         },
         "prometheus": {
             "agentMode": managed,

@@ -44,6 +44,7 @@ from components.observability.iam import query_policy, remote_write_policy
 from components.observability.queries import Targets
 from components.storage import DEFAULT_STORAGE_CLASS
 from config.observability import ObservabilityConfig
+from config.stack import StackConfig
 from contract import Monitoring
 from facts.prometheus_stack import (
     CHART_REPOSITORY,
@@ -52,6 +53,7 @@ from facts.prometheus_stack import (
     STACK_CHART,
     STACK_CHART_VERSION,
 )
+from pools.alerting import pool_alerting
 
 CRD_RELEASE_NAMESPACE = "kube-system"
 """Where the CRD release's record lives, whatever `observability.namespace` says: CRDs are cluster-scoped,
@@ -62,6 +64,33 @@ RULE_NAMESPACE = "gpu-eks"
 
 CRD_RELEASE_TIMEOUT_SECONDS = 300
 RELEASE_MAX_HISTORY = 10
+
+
+def stack_targets(config: StackConfig, *, gpu_node_guard_job: str, karpenter_job: str) -> Targets:
+    """What the alerts and dashboards of a stack select: its GPU pools (with the thresholds
+    `pools.alerting` derives from each), and where Karpenter, the GPU Operator and the guard run, with the
+    `job` their ServiceMonitors give their series."""
+    return Targets(
+        pools=tuple(
+            pool_alerting(
+                pool,
+                config.gpu_operator,
+                config.gpu_node_guard,
+                overlays=config.karpenter.gpu_sharing_overlays,
+                scraped=config.observability.enabled,
+            )
+            for pool in config.gpu_pools
+        ),
+        cluster=config.cluster.name,
+        managed=config.observability.backend == "managed",
+        monitoring_namespace=config.observability.namespace,
+        gpu_operator_namespace=config.gpu_operator.namespace,
+        gpu_node_guard_namespace=config.gpu_node_guard.namespace,
+        gpu_node_guard_job=gpu_node_guard_job,
+        karpenter_namespace=config.karpenter.namespace,
+        karpenter_job=karpenter_job,
+        interruption_handling=config.karpenter.interruption_handling,
+    )
 
 
 class Observability(pulumi.ComponentResource):
