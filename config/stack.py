@@ -41,6 +41,7 @@ from config.types import AwsProfile, AwsRegion, documentation_range
 from facts.aws_provider import provider_config_keys
 from facts.partitions import Partition, partition_of_arn, partition_of_region
 from pools.sharing import gpu_limit_units, gpu_limits, pool_gpu_resource, sharing_capacity
+from synth.stack_files import production_stacks
 
 
 class StackConfig(ConfigModel):
@@ -411,13 +412,32 @@ def _gpu_operator_problems(config: StackConfig) -> list[ConfigProblem]:
     ]
 
 
-def _observability_problems(config: StackConfig) -> list[ConfigProblem]:
-    """The section's own cross-key checks, and the DCGM exporter's ServiceMonitor, which needs the Prometheus
-    Operator CRDs that only an observability backend installs."""
+def _observability_problems(config: StackConfig, production: bool) -> list[ConfigProblem]:
+    """The section's own cross-key checks; the DCGM exporter's ServiceMonitor, which needs the Prometheus
+    Operator CRDs that only an observability backend installs; and a production stack's alerts, which must
+    reach someone."""
+    observability = config.observability
     problems = [
-        ConfigProblem(config_key(("observability", *path)), message, value, True)
-        for path, message, value in config.observability.problems()
+        ConfigProblem(config_key(("observability", *path)), message, value, value is not None)
+        for path, message, value in observability.problems()
     ]
+    if production and observability.alerting is None:
+        what = (
+            "has no alert receiver, so no alert reaches anyone"
+            if observability.enabled
+            else "has no observability backend, so nothing alerts anyone"
+        )
+        problems.append(
+            ConfigProblem(
+                config_key(("observability", "alerting" if observability.enabled else "backend")),
+                f"{what}: this is a production stack (policy/policy-config.json productionStacks). Set "
+                "backend to managed with alerting.snsTopic (create, or an SNS topic ARN), or to inCluster "
+                "with "
+                "alerting.receiverSecret and alerting.critical (docs/observability.md#alert-routing)",
+                observability.backend if not observability.enabled else None,
+                not observability.enabled,
+            )
+        )
     if config.gpu_operator.dcgm_exporter.service_monitor and not config.observability.enabled:
         problems.append(
             ConfigProblem(
@@ -431,13 +451,13 @@ def _observability_problems(config: StackConfig) -> list[ConfigProblem]:
     return problems
 
 
-def _cross_section_problems(config: StackConfig) -> list[ConfigProblem]:
+def _cross_section_problems(config: StackConfig, production: bool) -> list[ConfigProblem]:
     """Checks that span sections; each names the key to change."""
     return (
         _cluster_problems(config)
         + _karpenter_replicas_problems(config)
         + _gpu_operator_problems(config)
-        + _observability_problems(config)
+        + _observability_problems(config, production)
         + _node_pool_problems(config)
         + _smoke_test_problems(config)
     )
@@ -555,8 +575,11 @@ def _karpenter_replicas_problems(config: StackConfig) -> list[ConfigProblem]:
     return []
 
 
-def parse_stack_config(raw: Mapping[str, Any], secret_keys: frozenset[str] = frozenset()) -> StackConfig:
-    """Validate raw config (full key -> value as Pulumi stores it: JSON text for objects).
+def parse_stack_config(
+    raw: Mapping[str, Any], secret_keys: frozenset[str] = frozenset(), *, production: bool = False
+) -> StackConfig:
+    """Validate raw config (full key -> value as Pulumi stores it: JSON text for objects). `production`: the
+    stack is one the policy pack treats as production (its alerts must reach someone).
 
     Raises `ConfigError` listing every problem, each with the full config key.
     """
@@ -581,7 +604,7 @@ def parse_stack_config(raw: Mapping[str, Any], secret_keys: frozenset[str] = fro
     except ValidationError as exc:
         problems.extend(problems_from_validation_error(exc, StackConfig, secret_keys))
         raise ConfigError(problems) from None
-    problems.extend(_cross_section_problems(config))
+    problems.extend(_cross_section_problems(config, production))
     if problems:
         raise ConfigError(problems)
     return _with_overlay_gate(config)
@@ -591,7 +614,7 @@ def load_stack_config() -> StackConfig:
     """Read this stack's Pulumi config and validate it (see `parse_stack_config`)."""
     raw = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
     secret_keys = frozenset(runtime_config._SECRET_KEYS.get())
-    config = parse_stack_config(raw, secret_keys)
+    config = parse_stack_config(raw, secret_keys, production=pulumi.get_stack() in production_stacks())
     for warning in config_warnings(config):
         pulumi.log.warn(warning)
     return config

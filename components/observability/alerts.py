@@ -164,14 +164,11 @@ def dcgm_rules(targets: Targets) -> list[dict[str, Any]]:
             "replace the node",
             description=(
                 f"The NVIDIA driver reported XID {{{{ $value }}}}, one of the codes ({listed}) after which "
-                "the "
-                "GPU needs a reset or the node a reboot (NVIDIA's XID catalog). Jobs on it fail or hang. "
-                "Drain "
-                "the node (kubectl drain {{ $labels.node }} --ignore-daemonsets --delete-emptydir-data) and "
-                "delete its NodeClaim (kubectl delete nodeclaim -l ... or by the node's "
-                "karpenter.sh/nodeclaim annotation) so Karpenter replaces the instance. The alert stays "
-                "firing "
-                "while the node exists and resolves when it is gone."
+                "the GPU needs a reset or the node a reboot (NVIDIA's XID catalog). Jobs on it fail or hang. "
+                "Drain the node (kubectl drain {{ $labels.node }} --ignore-daemonsets "
+                "--delete-emptydir-data) and delete its NodeClaim (kubectl get nodeclaims -o wide shows "
+                "which) so Karpenter replaces the instance. The alert stays firing while the node exists and "
+                "resolves when it is gone."
             ),
             cluster=cluster,
         ),

@@ -792,7 +792,12 @@ def test_every_alert_fires_and_stays_quiet_as_it_should(tmp_path: Path) -> None:
 
 
 def test_every_alert_names_what_needs_action_and_its_runbook() -> None:
+    docs = Path(__file__).resolve().parents[2] / "docs" / "observability.md"
+    headings = {
+        line.lstrip("#").strip().lower() for line in docs.read_text().splitlines() if line.startswith("#")
+    }
     for rule in all_alert_rules():
+        assert rule["alert"].lower() in headings, f"no runbook section for {rule['alert']}"
         labels, annotations = rule["labels"], rule["annotations"]
         assert labels["severity"] in {"critical", "warning", "none"}, rule["alert"]
         assert labels["cluster"] == CLUSTER

@@ -37,7 +37,7 @@ def test_one_dashboard_per_pool_and_an_overview() -> None:
         assert len(ids) == len(set(ids)), name
         for panel in board["panels"]:
             assert panel["description"].endswith((".", ")")), panel["title"]
-            assert panel["targets"], panel["title"]
+            assert panel["targets"] or panel["type"] == "text", panel["title"]
             assert panel["gridPos"]["x"] + panel["gridPos"]["w"] <= 24
 
 
@@ -146,3 +146,24 @@ def test_json_is_stable_and_round_trips() -> None:
     assert json.loads(text) == board
     assert text == dashboard_json(json.loads(text))
     assert queries(board)
+
+
+def test_bottlerocket_pools_get_a_note_instead_of_gpu_metrics() -> None:
+    """Bottlerocket nodes run no DCGM exporter: its panels would stay empty forever."""
+    board = all_dashboards()["gpu-eks-pool-gpu-br"]
+    titles = [panel["title"] for panel in board["panels"]]
+    assert "GPU utilisation" not in titles
+    assert "GPU memory used" not in titles
+    note = _panel(board, "GPU metrics")
+    assert note["type"] == "text"
+    assert "Bottlerocket" in note["options"]["content"]
+    assert not any(name.startswith("DCGM_") for expr in queries(board) for name in selected_metrics(expr))
+    assert "GPU memory used" in [p["title"] for p in all_dashboards()["gpu-eks-pool-gpu-inference"]["panels"]]
+
+
+def test_mig_memory_legends_tell_the_devices_of_a_gpu_apart() -> None:
+    boards = all_dashboards()
+    (mig,) = _panel(boards["gpu-eks-pool-gpu-mig"], "GPU memory used")["targets"]
+    assert mig["legendFormat"] == "{{node}} GPU {{gpu}} {{GPU_I_PROFILE}} {{GPU_I_ID}}"
+    (whole,) = _panel(boards["gpu-eks-pool-gpu-inference"], "GPU memory used")["targets"]
+    assert whole["legendFormat"] == "{{node}} GPU {{gpu}}"
