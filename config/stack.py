@@ -421,6 +421,18 @@ def _observability_problems(config: StackConfig, production: bool) -> list[Confi
         ConfigProblem(config_key(("observability", *path)), message, value, value is not None)
         for path, message, value in observability.problems()
     ]
+    topic = observability.alerting.sns_topic if observability.alerting else None
+    if topic not in (None, "create") and topic.split(":")[1:4:2] != [config.partition, config.region]:
+        problems.append(
+            ConfigProblem(
+                config_key(("observability", "alerting", "snsTopic")),
+                f"is a topic outside this stack's partition and region ({config.partition}, "
+                f"{config.region}): Amazon Managed Service for Prometheus publishes only to topics of its "
+                "own account and region; use a topic there, or create",
+                topic,
+                True,
+            )
+        )
     if production and observability.alerting is None:
         what = (
             "has no alert receiver, so no alert reaches anyone"

@@ -284,3 +284,14 @@ def test_credentials_and_urls_are_checked_for_form() -> None:
         AlertingSettings.model_validate({"snsTopic": "my-topic"})
     with pytest.raises(ValueError, match="pagerduty"):
         AlertingSettings.model_validate({"critical": "email"})
+
+
+def test_an_existing_topic_must_be_in_the_stacks_region() -> None:
+    raw = stack_config("prod")
+    observability = json.loads(raw["gpu-eks:observability"])
+    observability["alerting"]["snsTopic"] = "arn:aws:sns:eu-west-1:111122223333:pager"
+    with pytest.raises(ConfigError) as refused:
+        parse_stack_config({**raw, "gpu-eks:observability": json.dumps(observability)})
+    (problem,) = refused.value.problems
+    assert problem.key == "gpu-eks:observability.alerting.snsTopic"
+    assert "us-west-2" in problem.message
