@@ -1,11 +1,14 @@
 """Alerts reach a person: the Alertmanager configuration of both backends passes `amtool check-config` and
-routes as it should (`amtool config routes test`; Debian's `prometheus-alertmanager` ships amtool,
-`scripts/setup.sh` installs it), the managed backend's SNS topic, KMS key and policies let this workspace and
+routes as it should (`amtool config routes test`; Debian's `prometheus-alertmanager` ships amtool and the
+Alertmanager that checks the inhibitions, `scripts/setup.sh` installs it), the managed backend's SNS topic, KMS key and policies let this workspace and
 nothing else publish, and a production stack without a receiver is refused before any resource exists."""
 
 import json
 import shutil
+import socket
 import subprocess
+import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -295,3 +298,75 @@ def test_an_existing_topic_must_be_in_the_stacks_region() -> None:
     (problem,) = refused.value.problems
     assert problem.key == "gpu-eks:observability.alerting.snsTopic"
     assert "us-west-2" in problem.message
+
+
+ALERTMANAGER = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_a_real_alertmanager_holds_back_what_one_failure_causes(tmp_path: Path) -> None:
+    """Debian's Alertmanager, on the loopback, with the stack's routes and inhibitions (receivers emptied, so
+    nothing is sent anywhere): which of the alerts one broken GPU and one dead agent raise it holds back."""
+    assert ALERTMANAGER, "prometheus-alertmanager is missing: run `bash scripts/setup.sh`"
+    config = in_cluster_alertmanager_config(AlertingSettings.model_validate(IN_CLUSTER_ALERTING))
+    config["receivers"] = [{"name": r["name"]} for r in config["receivers"]]
+    (tmp_path / "alertmanager.yaml").write_text(yaml.safe_dump(config))
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}/api/v2/alerts"
+    server = subprocess.Popen(
+        [
+            ALERTMANAGER,
+            "--config.file=alertmanager.yaml",
+            f"--storage.path={tmp_path / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--cluster.listen-address=",
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        node, other = "ip-10-30-1-10.us-west-2.compute.internal", "ip-10-30-2-11.us-west-2.compute.internal"
+        alerts = [
+            {"alertname": "GpuFatalXidError", "severity": "critical", "node": node, "gpu": "0"},
+            {"alertname": "GpuXidError", "severity": "warning", "node": node, "gpu": "1"},
+            {"alertname": "GpuXidError", "severity": "warning", "node": other, "gpu": "0"},
+            {"alertname": AGENT_DOWN, "severity": "critical"},
+            {"alertname": "KarpenterControllerDown", "severity": "critical"},
+        ]
+        body = json.dumps([{"labels": {**a, "cluster": "ml-prod"}} for a in alerts]).encode()
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                request = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
+                urllib.request.urlopen(request, timeout=2).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "Alertmanager did not start"
+                time.sleep(0.2)
+        deadline = time.monotonic() + 20
+        while True:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                active = json.load(response)
+            held = {
+                (a["labels"]["alertname"], a["labels"].get("node", "")): bool(a["status"]["inhibitedBy"])
+                for a in active
+            }
+            if (len(held) == len(alerts) and any(held.values())) or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    assert held == {
+        ("GpuFatalXidError", node): False,
+        ("GpuXidError", node): True,  # the broken GPU's node: held back
+        ("GpuXidError", other): False,  # another node: sent
+        (AGENT_DOWN, ""): False,
+        ("KarpenterControllerDown", ""): True,  # looks down only because nothing reaches the workspace
+    }
