@@ -14,8 +14,7 @@ from components.karpenter.component import Karpenter
 from components.network import Network
 from components.node_overlays import NodeOverlays
 from components.node_pools import NodePools, pool_contract
-from components.observability.component import Observability
-from components.observability.queries import Targets
+from components.observability.component import Observability, stack_targets
 from components.smoke_test import SmokeTest
 from components.storage import BlockStorage
 from config.stack import load_stack_config
@@ -67,17 +66,9 @@ observability = (
         cluster=cluster,
         cluster_name=config.cluster.name,
         region=config.region,
-        targets=Targets(
-            gpu_pools=tuple(p.name for p in config.gpu_pools),
-            mig_pools=tuple(p.name for p in config.gpu_pools if p.mig is not None),
-            gpu_operator_namespace=config.gpu_operator.namespace,
-            gpu_node_guard_namespace=config.gpu_node_guard.namespace,
-            gpu_node_guard_job=GUARD_METRICS_JOB,
-            karpenter_namespace=config.karpenter.namespace,
-            # The ServiceMonitor's job is the controller Service's name, the release name (the chart's
-            # fullname).
-            karpenter_job=CONTROLLER_CHART_NAME,
-            interruption_handling=config.karpenter.interruption_handling,
+        # The ServiceMonitor's job is the controller Service's name, the release name (the chart's fullname).
+        targets=stack_targets(
+            config, gpu_node_guard_job=GUARD_METRICS_JOB, karpenter_job=CONTROLLER_CHART_NAME
         ),
         protect=config.cluster.protect,
         tags=tags,

@@ -38,6 +38,7 @@ from config.network import NetworkConfig
 from config.node_pools import GpuUnits, NodePoolConfig
 from config.observability import ObservabilityConfig
 from config.operation import Operation, current_operation
+from config.production import production_stacks
 from config.smoke_test import SmokeTestConfig
 from config.types import AwsProfile, AwsRegion, documentation_range
 from facts.aws_provider import provider_config_keys
@@ -439,13 +440,44 @@ def _gpu_operator_problems(config: StackConfig) -> list[ConfigProblem]:
     ]
 
 
-def _observability_problems(config: StackConfig) -> list[ConfigProblem]:
-    """The section's own cross-key checks, and the DCGM exporter's ServiceMonitor, which needs the Prometheus
-    Operator CRDs that only an observability backend installs."""
+def _observability_problems(config: StackConfig, production: bool) -> list[ConfigProblem]:
+    """The section's own cross-key checks; the DCGM exporter's ServiceMonitor, which needs the Prometheus
+    Operator CRDs that only an observability backend installs; and a production stack's alerts, which must
+    reach someone."""
+    observability = config.observability
     problems = [
-        ConfigProblem(config_key(("observability", *path)), message, value, True)
-        for path, message, value in config.observability.problems()
+        ConfigProblem(config_key(("observability", *path)), message, value, value is not None)
+        for path, message, value in observability.problems()
     ]
+    topic = observability.alerting.sns_topic if observability.alerting else None
+    if topic not in (None, "create") and topic.split(":")[1:4:2] != [config.partition, config.region]:
+        problems.append(
+            ConfigProblem(
+                config_key(("observability", "alerting", "snsTopic")),
+                f"is a topic outside this stack's partition and region ({config.partition}, "
+                f"{config.region}): Amazon Managed Service for Prometheus publishes only to topics of its "
+                "own account and region; use a topic there, or create",
+                topic,
+                True,
+            )
+        )
+    if production and observability.alerting is None:
+        what = (
+            "has no alert receiver, so no alert reaches anyone"
+            if observability.enabled
+            else "has no observability backend, so nothing alerts anyone"
+        )
+        problems.append(
+            ConfigProblem(
+                config_key(("observability", "alerting" if observability.enabled else "backend")),
+                f"{what}: this is a production stack (policy/policy-config.json productionStacks). Set "
+                "backend to managed with alerting.snsTopic (create, or an SNS topic ARN), or to inCluster "
+                "with "
+                "alerting.receiverSecret and alerting.critical (docs/observability.md#alert-routing)",
+                observability.backend if not observability.enabled else None,
+                not observability.enabled,
+            )
+        )
     if config.gpu_operator.dcgm_exporter.service_monitor and not config.observability.enabled:
         problems.append(
             ConfigProblem(
@@ -459,13 +491,13 @@ def _observability_problems(config: StackConfig) -> list[ConfigProblem]:
     return problems
 
 
-def _cross_section_problems(config: StackConfig) -> list[ConfigProblem]:
+def _cross_section_problems(config: StackConfig, production: bool) -> list[ConfigProblem]:
     """Checks that span sections; each names the key to change."""
     return (
         _cluster_problems(config)
         + _karpenter_replicas_problems(config)
         + _gpu_operator_problems(config)
-        + _observability_problems(config)
+        + _observability_problems(config, production)
         + _node_pool_problems(config)
         + _smoke_test_problems(config)
     )
@@ -588,10 +620,15 @@ def _karpenter_replicas_problems(config: StackConfig) -> list[ConfigProblem]:
 
 
 def parse_stack_config(
-    raw: Mapping[str, Any], secret_keys: frozenset[str] = frozenset(), *, operation: Operation = "preview"
+    raw: Mapping[str, Any],
+    secret_keys: frozenset[str] = frozenset(),
+    *,
+    operation: Operation = "preview",
+    production: bool = False,
 ) -> StackConfig:
     """Validate raw config (full key -> value as Pulumi stores it: JSON text for objects) for `operation`:
-    an `up` also refuses the documentation placeholders a preview only warns about.
+    an `up` also refuses the documentation placeholders a preview only warns about. `production`: the stack is
+    one the policy pack treats as production (its alerts must reach someone).
 
     Raises `ConfigError` listing every problem, each with the full config key.
     """
@@ -616,7 +653,7 @@ def parse_stack_config(
     except ValidationError as exc:
         problems.extend(problems_from_validation_error(exc, StackConfig, secret_keys))
         raise ConfigError(problems) from None
-    problems.extend(_cross_section_problems(config))
+    problems.extend(_cross_section_problems(config, production))
     if operation == "up":
         problems.extend(
             replace(p, message=f"{p.message}; pulumi preview only warns, pulumi up refuses it")
@@ -632,7 +669,12 @@ def load_stack_config() -> StackConfig:
     program runs for (`config.operation`)."""
     raw = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
     secret_keys = frozenset(runtime_config._SECRET_KEYS.get())
-    config = parse_stack_config(raw, secret_keys, operation=current_operation())
+    config = parse_stack_config(
+        raw,
+        secret_keys,
+        operation=current_operation(),
+        production=pulumi.get_stack() in production_stacks(),
+    )
     for warning in config_warnings(config):
         pulumi.log.warn(warning)
     return config

@@ -84,6 +84,9 @@ class Monitoring(_Contract):
     """The Amazon Managed Service for Prometheus workspace (`managed`)."""
     amp_query_endpoint: str | None = None
     """The workspace's Prometheus query API (`managed`): SigV4-signed requests with `aps:QueryMetrics`."""
+    alert_topic_arn: str | None = None
+    """The SNS topic the workspace's alerts go to (`managed` with `alerting`): subscribe a pager to it;
+    messages carry a `severity` attribute (`critical`, `warning`)."""
 
 
 class StackOutputs(_Contract):

@@ -49,6 +49,10 @@ GPU_NODE_GUARD_METRICS = frozenset(
 """What the GPU node guard exports (components/gpu_node_guard/guard.py `METRICS`); the per-pool ones carry a
 `nodepool` label."""
 
+KUBE_STATE_METRICS_OPT_IN = frozenset({"kube_pod_nodeselectors"})
+"""kube-state-metrics v2.20.0 metrics that are off unless named in `--metric-opt-in-list` (the "Opt-in" column
+of docs/metrics/**/*-metrics.md at that tag: only this one)."""
+
 HISTOGRAMS = frozenset(
     {
         # aws/karpenter-provider-aws v1.14.1 pkg/controllers/interruption/metrics.go (NewPrometheusHistogram).

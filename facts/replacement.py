@@ -382,6 +382,37 @@ REPLACEMENT: Final[dict[str, Replacement]] = {
         forces_new=("name", "workspaceId"),
         identity=("workspaceId", "name"),
     ),
+    "aws:amp/alertManagerDefinition:AlertManagerDefinition": Replacement(
+        source=_tf("amp/alert_manager_definition.go", "bfaba52288a2dc6daac79cf496b3b1c7ed6c85f7"),
+        forces_new=("workspaceId",),
+        identity=("workspaceId",),
+    ),
+    "aws:kms/key:Key": Replacement(
+        source=_tf("kms/key.go", "0964ed39dadd350ec504a9535b4f507e649153d9"),
+        forces_new=("customerMasterKeySpec", "keyUsage", "multiRegion", "customKeyStoreId", "xksKeyId"),
+    ),
+    "aws:sns/topic:Topic": Replacement(
+        source=_tf("sns/topic.go", "cda04ab9f781590765d09e3883f1f56e29710079"),
+        forces_new=("name", "namePrefix", "fifoTopic"),
+        identity=("name",),
+    ),
+    "aws:sns/topicPolicy:TopicPolicy": Replacement(
+        source=_tf("sns/topic_policy.go", "0964ed39dadd350ec504a9535b4f507e649153d9"),
+        forces_new=("arn",),
+        # A create-first replacement sets the policy, then the old one's delete resets it to the default.
+        identity=("arn",),
+    ),
+    "aws:sns/topicSubscription:TopicSubscription": Replacement(
+        source=_tf(
+            "sns/topic_subscription.go",
+            "04a2e6e5bc625ec85ea8c678219b483fc674877e",
+            "endpoint, protocol, topic_arn ForceNew; a subscription pending confirmation cannot be deleted "
+            "(Delete ignores the error)",
+        ),
+        forces_new=("endpoint", "protocol", "topic"),
+        # SNS answers a second Subscribe of the same endpoint with the same subscription.
+        identity=("topic", "protocol", "endpoint"),
+    ),
     # --- Kubernetes ----------------------------------------------------------------------------------
     "pulumi:providers:kubernetes": Replacement(
         source=Source(

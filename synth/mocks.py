@@ -291,6 +291,46 @@ class AwsMocks(pulumi.runtime.Mocks):
         state["arn"] = arn
         return arn, state
 
+    def _aws_amp_alertManagerDefinition_AlertManagerDefinition(
+        self, args: Any, state: dict[str, Any]
+    ) -> tuple[str, dict[str, Any]]:
+        # id: the workspace id (terraform-provider-aws amp/alert_manager_definition.go sets the id to it).
+        return str(state.get("workspaceId")), state
+
+    def _aws_kms_key_Key(self, args: Any, state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        # id: the key id, a UUID; `arn:<partition>:kms:<region>:<account>:key/<key id>` (pulumi_aws/kms/key.py
+        # `arn`, `key_id`; terraform-provider-aws kms/key.go sets the id to the KeyId).
+        key_id = _uuid(args.typ, args.name)
+        state.update(keyId=key_id, arn=self._arn("kms", f"key/{key_id}"))
+        return key_id, state
+
+    def _aws_sns_topic_Topic(self, args: Any, state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        # id: the ARN `arn:<partition>:sns:<region>:<account>:<name>` (terraform-provider-aws sns/topic.go
+        # sets the id to the TopicArn; pulumi_aws/sns/topic.py `arn`: "The ARN of the SNS topic, as a more
+        # obvious property (clone of id)").
+        name = self._physical_name(args)
+        arn = self._arn("sns", name)
+        state.update(name=name, arn=arn, owner=self.account_id)
+        return arn, state
+
+    def _aws_sns_topicPolicy_TopicPolicy(
+        self, args: Any, state: dict[str, Any]
+    ) -> tuple[str, dict[str, Any]]:
+        # id: the topic's ARN (terraform-provider-aws sns/topic_policy.go).
+        state["owner"] = self.account_id
+        return str(state.get("arn")), state
+
+    def _aws_sns_topicSubscription_TopicSubscription(
+        self, args: Any, state: dict[str, Any]
+    ) -> tuple[str, dict[str, Any]]:
+        # id and `arn`: the subscription ARN `<topic ARN>:<uuid>`; e-mail and HTTPS subscriptions wait for the
+        # endpoint's confirmation (`pendingConfirmation`; pulumi_aws/sns/topic_subscription.py).
+        arn = f"{state.get('topic')}:{_uuid(args.typ, args.name)}"
+        state.update(
+            arn=arn, pendingConfirmation=state.get("protocol") in ("email", "email-json", "http", "https")
+        )
+        return arn, state
+
     def _aws_iam_rolePolicy_RolePolicy(self, args: Any, state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         # id `<role name>:<policy name>` (terraform-provider-aws iam/role_policy.go, resourceRolePolicyPut);
         # `name` as given or auto-named (pulumi_aws/iam/role_policy.py `name`: "If omitted, the provider will

@@ -21,9 +21,10 @@ from pulumi.runtime.stack import run_pulumi_func
 
 from config.errors import nearest
 from config.operation import OFFLINE_OPERATION, Operation
+from config.production import ROOT
 from config.stack import SECTIONS
 from synth.mocks import AwsMocks
-from synth.stack_files import ROOT, stacks
+from synth.stack_files import stacks
 
 __all__ = [
     "PROJECT",

@@ -18,20 +18,12 @@ from typing import Any
 
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
-POLICY_CONFIG = Path("policy") / "policy-config.json"
-PRODUCTION_RULE = "karpenter-no-latest-ami-in-production"
+from config.production import ROOT, production_stacks
 
 
 def stacks(root: Path = ROOT) -> list[str]:
     """Every committed stack: the `<stack>` of each `Pulumi.<stack>.yaml`."""
     return sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in root.glob("Pulumi.*.yaml"))
-
-
-def production_stacks(root: Path = ROOT) -> list[str]:
-    """Stack names the policy pack (and the deploy workflow's approval gate) treat as production."""
-    config = json.loads((root / POLICY_CONFIG).read_text())
-    return list(config[PRODUCTION_RULE]["productionStacks"])
 
 
 DEFAULT_VPC_CIDR = "10.0.0.0/16"

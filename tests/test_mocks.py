@@ -424,3 +424,30 @@ def test_addon_version_is_an_eks_build_for_the_kubernetes_version(addon: str) ->
 def test_an_unknown_invoke_is_refused_rather_than_answered() -> None:
     with pytest.raises(NotImplementedError, match="no mock for invoke aws:index/getRegion"):
         US.call(MockCallArgs(token="aws:index/getRegion:getRegion", args={}, provider=""))
+
+
+def test_alerting_resources_ids_and_arns() -> None:
+    """terraform-provider-aws: a KMS key's id is its KeyId (kms/key.go), a topic's and a topic policy's id the
+    topic ARN (sns/topic.go, sns/topic_policy.go), a subscription's id its ARN `<topic ARN>:<uuid>`, an alert
+    manager definition's id the workspace id (amp/alert_manager_definition.go)."""
+    key_id, key = resource(US, "aws:kms/key:Key", "observability-alerts")
+    assert key["arn"] == f"arn:aws:kms:us-west-2:{ACCOUNT_ID}:key/{key_id}"
+    assert key["keyId"] == key_id
+    topic_id, topic = resource(US, "aws:sns/topic:Topic", "observability-alerts", name="ml-prod-alerts")
+    assert topic_id == topic["arn"] == f"arn:aws:sns:us-west-2:{ACCOUNT_ID}:ml-prod-alerts"
+    policy_id, _ = resource(US, "aws:sns/topicPolicy:TopicPolicy", "observability-alerts", arn=topic_id)
+    assert policy_id == topic_id
+    subscription_id, subscription = resource(
+        US,
+        "aws:sns/topicSubscription:TopicSubscription",
+        "s",
+        topic=topic_id,
+        protocol="email",
+        endpoint="a@b.c",
+    )
+    assert subscription_id.startswith(f"{topic_id}:")
+    assert subscription["pendingConfirmation"] is True
+    definition_id, _ = resource(
+        US, "aws:amp/alertManagerDefinition:AlertManagerDefinition", "observability", workspaceId="ws-1"
+    )
+    assert definition_id == "ws-1"

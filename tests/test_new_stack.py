@@ -7,10 +7,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from config.production import ROOT, production_stacks
 from config.stack import parse_stack_config
 from scripts.new_stack import NewStackError, free_cidr, main, new_stack
 from synth.runner import stack_config
-from synth.stack_files import ROOT, cross_stack_problems, production_stacks, stacks
+from synth.stack_files import cross_stack_problems, stacks
 
 
 @pytest.fixture

@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 import yaml
 
+from config.production import production_stacks
 from synth.stack_files import main as stack_files_main
-from synth.stack_files import matrices, production_stacks, stacks
+from synth.stack_files import matrices, stacks
 from tests.helpers import run_captured, stand_in
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,23 +1,26 @@
-"""The alert rules (pure): Prometheus rule groups for the GPU pools and Karpenter.
+"""The alert rules (pure): Prometheus rule groups for the GPU pools, Karpenter and the alerting path itself.
 
 `alert_groups(...)` returns the `groups` of a Prometheus rule file; the same list is the `spec.groups` of a
 PrometheusRule (`inCluster`) and the `data` of an Amazon Managed Service for Prometheus rule group namespace
 (`managed`). Every expression selects only metrics that the pinned exporters export (`facts.metrics`), and
-`tests/observability/test_alert_rules.py` runs `promtool test rules` with series that fire and do not fire
-each alert.
+`tests/observability/test_alert_rules.py` runs `promtool test rules` with series labelled as the exporters and
+ServiceMonitors label them, that fire and do not fire each alert.
+
+Each alert names what needs action (the pool, node, GPU or namespace), says what to do, and links its
+runbook section in docs/observability.md. Pool-specific thresholds come from `pools.alerting`: the smallest
+node each pool can launch, the GPU node guard's timeout per pool, `consolidateAfter`.
 
 What is and is not observable from inside the cluster:
 - GPU faults: the DCGM exporter, with the collectors file the GPU Operator configures, exports the last XID
   (`DCGM_FI_DEV_XID_ERRORS`) and the row-remapping state of the GPU memory. DCGM's own health verdict
-  (`DCGM_EXP_GPU_HEALTH_STATUS`) is not in that file, so a failing exporter (its `/health` probe is what
-  takes it down) is alerted on instead.
+  (`DCGM_EXP_GPU_HEALTH_STATUS`) is not in that file, so a failing or missing exporter is alerted on instead.
 - The interruption queue: Karpenter exports how long each message waited on the queue before it processed
   it (`karpenter_interruption_message_queue_duration_seconds`) and the errors of its interruption controller.
   The queue's own depth and oldest-message age are CloudWatch metrics of SQS, which nothing in the cluster
   scrapes; a controller that stops reading the queue is caught by `KarpenterControllerDown` and the errors.
-- Stuck GPU nodes: `GpuNodeNotInitialized` warns while a node is stuck; the GPU node guard deletes it after
-  the pool's `initializationTimeout` (`GpuNodeGuardReplacedNodeClaims` says so), and `GpuNodeGuardDown`
-  says when nothing would.
+- Why a pod is unschedulable: Karpenter says it in Events (`FailedScheduling`, `NoCompatibleInstanceTypes`)
+  that no exporter turns into series; the alerts see that GPU pods wait, for which pool, and whether that
+  pool is at its limits, and their descriptions say where the reason is written.
 """
 
 from collections.abc import Sequence
@@ -27,73 +30,169 @@ from components.observability.queries import (
     CONDITION_POOL_LABEL,
     DCGM_JOB,
     KARPENTER_GPU,
+    KSM_GPU,
+    KSM_POOL_LABEL,
+    PROMETHEUS_JOB,
     Targets,
     any_of,
     leader_max,
     matchers,
-    pending_gpu_pods,
+    pending_gpu_pod_series,
+    pool_launch_blocked,
+    pool_pods,
+    with_label,
 )
+from facts.xid import FATAL_XIDS
+from pools.alerting import PoolAlerting
 
-RUNBOOK = "docs/observability.md#alerts"
-"""Where the alerts' runbook hints are expanded (the project's documentation page)."""
+RUNBOOK = "docs/observability.md"
+"""The page whose sections are the alerts' runbooks (`runbook_url` is `<page>#<alert name, lower-cased>`)."""
 
 GPU_GROUP = "gpu-eks.gpus"
+POOL_GROUP = "gpu-eks.pools"
 KARPENTER_GROUP = "gpu-eks.karpenter"
+META_GROUP = "gpu-eks.alerting"
 
-NODE_NOT_INITIALIZED_SECONDS = 15 * 60
-"""A GPU node Karpenter launched that is not initialized after this long: the GPU Operator has not made
-`nvidia.com/gpu` allocatable (or a startup taint stays). Launch, boot and operator setup take 3-8 minutes."""
+WATCHDOG = "Watchdog"
+"""Always firing: the dead man's switch an external heartbeat service watches (`severity: none`)."""
+AGENT_DOWN = "PrometheusAgentDown"
+
 GUARD_STALE_SECONDS = 5 * 60
 """No successful sync of the GPU node guard for this long: it cannot list or act (its sync interval is at
 most 5 minutes, and its own health check fails after three intervals)."""
 XID_WINDOW = "15m"
-"""How long `GpuXidError` fires after a GPU reported a new XID: long enough to be notified, short enough that
-a harmless XID does not keep it firing (the exporter's gauge keeps the last code until it restarts)."""
+"""How long `GpuXidError` fires after a GPU reported a new application XID: long enough to be notified, short
+enough that it clears (the exporter's gauge keeps the last code until it restarts)."""
+FATAL_XID_MEMORY = "24h"
+FATAL_XID_STEP = "30s"
+"""`GpuFatalXidError` remembers a fatal code this long even when a later code (often XID 45, the cleanup of
+the processes that died) replaced it in the exporter's gauge, or the exporter restarted; the step is the
+exporter's collection interval (dcgm-exporter `-c 30000`), so no value it reported is skipped. While the
+gauge still holds the fatal code the alert fires however old it is; it resolves once the node is gone."""
 INTERRUPTION_DELAY_SECONDS = 30
 """99th percentile of the time interruption messages wait on the queue: a spot interruption warning gives
 two minutes, and every second waited is a second less to drain the node."""
+IDLE_ENGINE_SHARE = 0.05
+IDLE_WINDOW = "1h"
+"""A GPU (or MIG device) held by a pod whose graphics engine was active less than this share of the time over
+this window is idle (`DCGM_FI_PROF_GR_ENGINE_ACTIVE`, 0 to 1)."""
+PENDING_UNMATCHED_SECONDS = 15 * 60
+"""GPU pods that no GPU pool can take (their nodeSelector and tolerations fit none) never schedule: a
+quarter hour rules out a pool being added or a selector being fixed meanwhile."""
+EXPORTER_MISSING_SECONDS = 15 * 60
+"""An initialized GPU node without a DCGM exporter target for this long: the DaemonSet's pod starts once the
+operator's validations pass, minutes after the node is initialized."""
+AGENT_DOWN_FOR = "5m"
+
+_WAIT_REASONS = (
+    "kubectl describe pod names the reason in its events: Karpenter's FailedScheduling (incompatible with "
+    "every NodePool's requirements, a taint not tolerated, no instance type with enough of what it "
+    "requests) and launch failures (InsufficientCapacity for the pool's instance types and zones, an "
+    "unavailable offering); karpenter_scheduler_unschedulable_pods_count counts the pods Karpenter found no "
+    "place for"
+)
+
+
+def _seconds(value: int) -> str:
+    """A Prometheus duration for whole seconds (`1h`, `25m30s`)."""
+    parts: list[str] = []
+    for unit, size in (("h", 3600), ("m", 60), ("s", 1)):
+        if value >= size or (unit == "s" and not parts):
+            parts.append(f"{value // size}{unit}")
+            value %= size
+    return "".join(p for p in parts if not p.startswith("0") or len(parts) == 1)
 
 
 def _rule(
-    name: str, expr: str, *, for_: str, severity: str, summary: str, description: str
+    name: str,
+    expr: str,
+    *,
+    for_: str,
+    severity: str,
+    summary: str,
+    description: str,
+    cluster: str,
+    pool: str | None = None,
 ) -> dict[str, Any]:
+    """One alert rule; `pool`: a rule of one pool's own (its thresholds), labelled with it (`nodepool`), which
+    also keeps the rules of several pools under one alert name apart."""
+    labels = {"severity": severity, "cluster": cluster} | ({"nodepool": pool} if pool else {})
     return {
         "alert": name,
         "expr": expr,
         "for": for_,
-        "labels": {"severity": severity},
-        "annotations": {"summary": summary, "description": description, "runbook_url": RUNBOOK},
+        "labels": labels,
+        "annotations": {
+            "summary": summary,
+            "description": description,
+            "runbook_url": f"{RUNBOOK}#{name.lower()}",
+        },
     }
 
 
-def gpu_rules(*, gpu_pools: Sequence[str], gpu_operator_namespace: str) -> list[dict[str, Any]]:
-    """Alerts on the GPUs and the GPU nodes of `gpu_pools`."""
-    pools = any_of(gpu_pools)
-    by = ["nodepool", "resource_type"]
-    usage = leader_max("karpenter_nodepools_usage", by, resource_type=KARPENTER_GPU, nodepool=pools)
-    limit = leader_max("karpenter_nodepools_limit", by, resource_type=KARPENTER_GPU, nodepool=pools)
+def _xid_is(codes: Sequence[int]) -> str:
+    return " or ".join(f"DCGM_FI_DEV_XID_ERRORS == {code}" for code in codes)
+
+
+def _on_pools(selector: str, pools: Sequence[str]) -> str:
+    """Series of `selector` (carrying `node`) from nodes of `pools`, with the pool as `nodepool`."""
+    nodes = f"max by (node, {KSM_POOL_LABEL}) (kube_node_labels{matchers(**{KSM_POOL_LABEL: any_of(pools)})})"
+    joined = f"({selector}) * on (node) group_left ({KSM_POOL_LABEL}) {nodes}"
+    return f'label_replace({joined}, "nodepool", "$1", "{KSM_POOL_LABEL}", "(.+)")'
+
+
+def dcgm_rules(targets: Targets) -> list[dict[str, Any]]:
+    """Alerts on the GPUs themselves, from the DCGM exporter (only where a pool's nodes run it)."""
+    dcgm_pools = targets.dcgm_pools
+    cluster = targets.cluster
+    exporter = matchers(job=DCGM_JOB, namespace=targets.gpu_operator_namespace)
+    fatal = _xid_is(sorted(FATAL_XIDS))
+    listed = ", ".join(str(code) for code in sorted(FATAL_XIDS))
+    engine = f"DCGM_FI_PROF_GR_ENGINE_ACTIVE{matchers(exported_pod='!')}"
+    held = ["node", "gpu", "GPU_I_ID", "exported_namespace", "exported_pod"]
+    allocatable = f"max by (node) (kube_node_status_allocatable{matchers(resource=KSM_GPU)} > 0)"
+    idle = f"(avg_over_time({engine}[{IDLE_WINDOW}]) < {IDLE_ENGINE_SHARE}) and {engine} offset {IDLE_WINDOW}"
     return [
+        _rule(
+            "GpuFatalXidError",
+            f"max by (node, gpu) (({fatal}) or "
+            f"last_over_time(({fatal})[{FATAL_XID_MEMORY}:{FATAL_XID_STEP}])) "
+            "and on (node) max by (node) (kube_node_info)",
+            for_="0m",
+            severity="critical",
+            summary="GPU {{ $labels.gpu }} on {{ $labels.node }} reported fatal XID {{ $value }}: "
+            "replace the node",
+            description=(
+                f"The NVIDIA driver reported XID {{{{ $value }}}}, one of the codes ({listed}) after which "
+                "the GPU needs a reset or the node a reboot (NVIDIA's XID catalog). Jobs on it fail or hang. "
+                "Drain the node (kubectl drain {{ $labels.node }} --ignore-daemonsets "
+                "--delete-emptydir-data) and delete its NodeClaim (kubectl get nodeclaims -o wide shows "
+                "which) so Karpenter replaces the instance. The alert stays firing while the node exists and "
+                "resolves when it is gone."
+            ),
+            cluster=cluster,
+        ),
         # DCGM_FI_DEV_XID_ERRORS is a gauge of the last XID, not a count: fire while a series changed within
-        # XID_WINDOW and now holds a non-zero code (the left side, so `$value` is the XID). An exporter
-        # restart does not fire it: a new pod's series starts at 0 or at the code DCGM still holds (no
-        # change), and a restarted container's drop to 0 is a change to 0. Missed: the same code again (the
-        # gauge does not change), all but the last of several codes within one scrape interval, and a code
-        # already in a series' first sample (an XID before the exporter's first scrape).
+        # XID_WINDOW and now holds a non-zero, non-fatal code (the left side, so `$value` is the XID). An
+        # exporter restart does not fire it: a new pod's series starts at 0 or at the code DCGM still holds
+        # (no change), and a restarted container's drop to 0 is a change to 0. Missed: the same code again
+        # (the gauge does not change), all but the last of several codes within one scrape interval.
         _rule(
             "GpuXidError",
-            "max by (node, gpu) ((DCGM_FI_DEV_XID_ERRORS != 0) and "
+            f"max by (node, gpu) (((DCGM_FI_DEV_XID_ERRORS != 0) unless ({fatal})) and "
             f"(changes(DCGM_FI_DEV_XID_ERRORS[{XID_WINDOW}]) > 0))",
             for_="0m",
             severity="warning",
-            summary="GPU {{ $labels.gpu }} on {{ $labels.node }} reported XID {{ $value }}",
+            summary="GPU {{ $labels.gpu }} on {{ $labels.node }} reported application XID {{ $value }}",
             description=(
-                f"The NVIDIA driver reported XID {{{{ $value }}}} on this GPU in the last {XID_WINDOW} (the "
-                "alert resolves after that; the same code again does not fire it anew, and the overview "
-                "dashboard shows each GPU's last XID). NVIDIA's XID catalog "
-                "(docs.nvidia.com/deploy/xid-errors) gives each code's immediate action: restart the job for "
-                "application faults; for a GPU reset or node replacement, drain the node and delete its "
-                "NodeClaim so Karpenter replaces the instance."
+                f"The NVIDIA driver reported XID {{{{ $value }}}} on this GPU in the last {XID_WINDOW}: an "
+                "application fault (e.g. 13 graphics engine exception, 31 MMU fault, 43 or 45 a job that was "
+                "stopped); the GPU stays usable. Look at the job that used the GPU (its logs, CUDA errors) "
+                "and "
+                "restart it. The alert clears after that time; repeated XIDs from many jobs on one GPU "
+                "suggest the hardware after all (see docs.nvidia.com/deploy/xid-errors)."
             ),
+            cluster=cluster,
         ),
         _rule(
             "GpuRowRemapFailure",
@@ -103,9 +202,10 @@ def gpu_rules(*, gpu_pools: Sequence[str], gpu_operator_namespace: str) -> list[
             summary="GPU {{ $labels.gpu }} on {{ $labels.node }} cannot remap failing memory rows",
             description=(
                 "Row remapping failed: the GPU's memory has uncorrectable faults it can no longer hide. "
-                "Drain the "
-                "node and delete its NodeClaim so Karpenter replaces the instance; EC2 retires the host."
+                "Drain "
+                "the node and delete its NodeClaim so Karpenter replaces the instance; EC2 retires the host."
             ),
+            cluster=cluster,
         ),
         _rule(
             "GpuUncorrectableMemoryError",
@@ -118,62 +218,198 @@ def gpu_rules(*, gpu_pools: Sequence[str], gpu_operator_namespace: str) -> list[
                 "only "
                 "after a GPU reset. Drain the node at the next chance (delete its NodeClaim to replace it)."
             ),
+            cluster=cluster,
         ),
         _rule(
             "DcgmExporterDown",
-            f"up{matchers(job=DCGM_JOB, namespace=gpu_operator_namespace)} == 0",
+            f"up{exporter} == 0",
             for_="10m",
             severity="warning",
             summary="No GPU metrics from {{ $labels.node }} for 10 minutes",
             description=(
                 "The DCGM exporter on this node does not answer: DCGM lost the GPUs, the driver is wedged, "
-                "or the "
-                "exporter crashed (kubectl -n {{ $labels.namespace }} logs {{ $labels.pod }}). The node's "
-                "GPU "
-                "panels are empty and its XID alerts cannot fire meanwhile."
+                "or "
+                "the exporter crashed (kubectl -n {{ $labels.namespace }} logs {{ $labels.pod }}). The "
+                "node's "
+                "GPU panels are empty and its XID alerts cannot fire meanwhile."
             ),
+            cluster=cluster,
         ),
         _rule(
-            "GpuNodeNotInitialized",
-            f"max by (name, {CONDITION_POOL_LABEL}) "
-            "(operator_nodeclaim_status_condition_current_status_seconds"
-            f"{matchers(type='Initialized', status='!True', **{CONDITION_POOL_LABEL: pools})})"
-            f" > {NODE_NOT_INITIALIZED_SECONDS}",
+            "GpuNodeWithoutDcgmExporter",
+            f"max by (nodepool, node) ({_on_pools(allocatable, dcgm_pools)}) unless on (node) up{exporter}",
+            for_=_seconds(EXPORTER_MISSING_SECONDS),
+            severity="warning",
+            summary="GPU node {{ $labels.node }} of pool {{ $labels.nodepool }} has no DCGM exporter",
+            description=(
+                "The node offers GPUs but no DCGM exporter is scraped from it: its GPU faults (XIDs, memory "
+                "errors) and utilisation go unseen. The exporter's DaemonSet pod is missing or not ready: "
+                f"kubectl -n {targets.gpu_operator_namespace} get pods -o wide --field-selector "
+                "spec.nodeName={{ $labels.node }}; a taint the operator's daemonsets do not tolerate, or a "
+                "failing operator validation, keeps it off."
+            ),
+            cluster=cluster,
+        ),
+        _rule(
+            "GpuAllocatedButIdle",
+            f"max by (nodepool, {', '.join(held)}) ({_on_pools(idle, dcgm_pools)})",
             for_="0m",
             severity="warning",
-            summary="GPU NodeClaim {{ $labels.name }} of pool {{ $labels." + CONDITION_POOL_LABEL + " }} "
-            "is not initialized after 15 minutes",
+            summary="Pod {{ $labels.exported_namespace }}/{{ $labels.exported_pod }} holds a GPU it has "
+            f"barely used for {IDLE_WINDOW}",
             description=(
-                "Karpenter launched the instance but nvidia.com/gpu is not allocatable yet, so no GPU pod "
-                "runs there and Karpenter will not consolidate it: it bills and does nothing. Usually the "
-                "GPU Operator has not finished on the node (kubectl -n gpu-operator get pods -o wide; a "
-                "taint its DaemonSets do not tolerate, missing NFD labels, a failing validator), or on a MIG "
-                "pool the MIG manager has not partitioned the GPUs. The GPU node guard deletes the NodeClaim "
-                "once the pool's initializationTimeout has passed."
+                "GPU {{ $labels.gpu }} (MIG instance {{ $labels.GPU_I_ID }}, if any) on node "
+                "{{ $labels.node }} of pool {{ $labels.nodepool }} is allocated to this pod, but its "
+                "graphics "
+                f"engine was active {{{{ $value | humanizePercentage }}}} of the last {IDLE_WINDOW} (under "
+                f"{IDLE_ENGINE_SHARE:.0%}). The GPU bills and no other pod can use it: ask the owner to "
+                "scale the workload down or to release the GPU (a notebook left open, a stuck job); "
+                "time-slicing or MIG suits light loads."
             ),
-        ),
-        _rule(
-            "GpuPoolAtLimitWithPendingPods",
-            f"({usage} >= {limit}) and on () ({pending_gpu_pods()} > 0)",
-            for_="10m",
-            severity="warning",
-            summary="GPU pool {{ $labels.nodepool }} is at its {{ $labels.resource_type }} limit while GPU "
-            "pods wait",
-            description=(
-                "The pool has provisioned its limit of this GPU resource, so Karpenter launches no more "
-                "nodes for it, and pods asking for GPUs have been unschedulable for 10 minutes. Raise the "
-                "pool's limits.nvidia.com/gpu in the stack config, or free GPUs (time-sliced and MIG pools "
-                "count slices: see docs/gpu-operator.md)."
-            ),
+            cluster=cluster,
         ),
     ]
 
 
-def gpu_node_guard_rules(*, gpu_pools: Sequence[str], namespace: str, job: str) -> list[dict[str, Any]]:
+def pool_rules(pool: PoolAlerting, targets: Targets) -> list[dict[str, Any]]:
+    """The alerts whose thresholds are the pool's own: launch blocked by its limits, NodeClaims that never
+    initialize, nodes without GPU work, pods that wait for it."""
+    name = pool.name
+    cluster = targets.cluster
+    pods = pool_pods(pool, pending_gpu_pod_series())
+    blocked = pool_launch_blocked(pool)
+    rules = []
+    waiting = f"count by (nodepool, namespace) ({with_label(pods, 'nodepool', name)})"
+
+    def gpus(metric: str) -> str:
+        return leader_max(metric, ["nodepool", "node_name"], nodepool=name, resource_type=KARPENTER_GPU)
+
+    if blocked is not None:
+        smallest = ", ".join(node.instance_type for node in pool.smallest_nodes)
+        limits = ", ".join(f"{resource} {amount}" for resource, amount in pool.limits.items())
+        rules.append(
+            _rule(
+                "GpuPoolAtLimitWithPendingPods",
+                f"count by (nodepool) ({with_label(pods, 'nodepool', name)}) and on (nodepool) ({blocked})",
+                for_="10m",
+                severity="warning",
+                summary=f"GPU pool {name} is at its limits while {{{{ $value }}}} GPU pods wait for it",
+                description=(
+                    f"What is left of the pool's limits ({limits}) is less than the smallest node it can "
+                    f"launch ({smallest}) needs of at least one of them, so Karpenter launches nothing for "
+                    "it, "
+                    "and GPU pods that only this pool can take (their nodeSelector names it, or they "
+                    "tolerate "
+                    "its taints and name no pool) have been unschedulable for 10 minutes. Raise the binding "
+                    f"limit of nodePools[{name}].limits in the stack config (the pool dashboard's Usage "
+                    "against the pool's limits shows which), or free capacity: time-sliced and MIG pools "
+                    "count slices (docs/gpu-operator.md)."
+                ),
+                cluster=cluster,
+                pool=name,
+            )
+        )
+        # Pods the pool could take, waiting while it is not blocked: something else holds them.
+        waiting = f"{waiting} unless on (nodepool) ({blocked})"
+    rules += [
+        _rule(
+            "GpuPodsUnschedulable",
+            waiting,
+            for_=_seconds(pool.not_initialized_seconds),
+            severity="warning",
+            summary=f"{{{{ $value }}}} GPU pods in {{{{ $labels.namespace }}}} have waited for pool {name} "
+            f"longer than its nodes take to start",
+            description=(
+                f"The pods could run on pool {name} and it is not at its limits, yet they have been "
+                f"unschedulable for {_seconds(pool.not_initialized_seconds)}, longer than a node of the pool "
+                "takes to launch and initialize. "
+                + _WAIT_REASONS
+                + ". kubectl -n {{ $labels.namespace }} get pods --field-selector=status.phase=Pending."
+            ),
+            cluster=cluster,
+            pool=name,
+        ),
+        _rule(
+            "GpuNodeNotInitialized",
+            "max by (name) (operator_nodeclaim_status_condition_current_status_seconds"
+            f"{matchers(type='Initialized', status='!True', **{CONDITION_POOL_LABEL: name})})"
+            f" > {pool.not_initialized_seconds}",
+            for_="0m",
+            severity="warning",
+            summary="GPU NodeClaim {{ $labels.name }} of pool "
+            + name
+            + f" is not initialized after {_seconds(pool.not_initialized_seconds)}",
+            description=(
+                "Karpenter launched the instance but nvidia.com/gpu is not allocatable (or a startup taint "
+                "stays), so no GPU pod runs there and Karpenter will not consolidate it: it bills and does "
+                "nothing. "
+                + (
+                    "The GPU node guard should have deleted it "
+                    f"{_seconds(pool.initialization_timeout_seconds)} "
+                    "after launch and did not: see GpuNodeGuardDown, and its events (kubectl get events -n "
+                    "default --field-selector involvedObject.name={{ $labels.name }}). "
+                    if pool.initialization_timeout_seconds is not None
+                    else "The pool's initializationTimeout is Never, so nothing replaces it. "
+                )
+                + "Usually the GPU Operator has not finished on the node (kubectl -n "
+                f"{targets.gpu_operator_namespace} get pods -o wide: a taint its DaemonSets do not tolerate, "
+                "missing NFD labels, a failing validator) or, on a MIG pool, the MIG manager has not "
+                "partitioned the GPUs. Delete the NodeClaim (kubectl delete nodeclaim {{ $labels.name }}) "
+                "to let Karpenter launch another."
+            ),
+            cluster=cluster,
+            pool=name,
+        ),
+        _rule(
+            "GpuNodeIdle",
+            f"max by (nodepool, node_name) ({gpus('karpenter_nodes_allocatable')} > 0) unless on (nodepool, "
+            f"node_name) ({gpus('karpenter_nodes_total_pod_requests')} > 0)",
+            for_=_seconds(pool.idle_node_seconds),
+            severity="warning",
+            summary="GPU node {{ $labels.node_name }} of pool " + name + " has had no GPU pod for "
+            f"{_seconds(pool.idle_node_seconds)}",
+            description=(
+                "No pod on this node requests a GPU, yet Karpenter has not removed it (its consolidation "
+                "would have by now): a pod that does not request a GPU keeps it (a WhenEmpty pool, or a pod "
+                "Karpenter may not evict: karpenter.sh/do-not-disrupt, a PodDisruptionBudget), or a "
+                "disruption budget blocks. kubectl get pods -A -o wide --field-selector "
+                "spec.nodeName={{ $labels.node_name }} shows what runs there; move it off or delete the "
+                "NodeClaim."
+            ),
+            cluster=cluster,
+            pool=name,
+        ),
+    ]
+    return rules
+
+
+def unmatched_pods_rule(targets: Targets) -> dict[str, Any]:
+    """GPU pods that no GPU pool can take: they wait forever, whatever the pools' limits."""
+    pending = pending_gpu_pod_series()
+    for pool in targets.pools:
+        pending = f"({pending} unless on (namespace, pod) {pool_pods(pool, pending_gpu_pod_series())})"
+    return _rule(
+        "GpuPodsMatchNoPool",
+        f"count by (namespace) {pending}",
+        for_=_seconds(PENDING_UNMATCHED_SECONDS),
+        severity="warning",
+        summary="{{ $value }} GPU pods in {{ $labels.namespace }} fit no GPU pool",
+        description=(
+            f"These pods request GPUs, but no GPU pool ({', '.join(targets.gpu_pools)}) can take them: their "
+            "nodeSelector names another pool, or they do not tolerate the taints of any pool's nodes "
+            "(nvidia.com/gpu=true:NoSchedule unless the pool says otherwise; see the gpuToleration stack "
+            "output). They stay unschedulable until their spec changes. " + _WAIT_REASONS + "."
+        ),
+        cluster=targets.cluster,
+    )
+
+
+def gpu_node_guard_rules(targets: Targets) -> list[dict[str, Any]]:
     """Alerts on the GPU node guard (installed with any GPU pool): what its watchdog deleted, and the guard
     itself not syncing."""
-    deleted = matchers(nodepool=any_of(gpu_pools))
-    target = matchers(job=job, namespace=namespace)
+    namespace = targets.gpu_node_guard_namespace
+    deleted = matchers(nodepool=any_of(targets.gpu_pools))
+    target = matchers(job=targets.gpu_node_guard_job, namespace=namespace)
     return [
         _rule(
             "GpuNodeGuardReplacedNodeClaims",
@@ -187,9 +423,9 @@ def gpu_node_guard_rules(*, gpu_pools: Sequence[str], namespace: str, job: str) 
                 "that were still not initialized after the pool's initializationTimeout; Karpenter launched "
                 "others for the pending pods. Each one billed until then. The guard's Warning events say why "
                 "(kubectl get events -n default --field-selector reason=InitializationTimeout); repeated "
-                "deletions mean the pool's nodes cannot become ready (GPU Operator, MIG manager, AMI): "
-                "see GpuNodeNotInitialized."
+                "deletions mean the pool's nodes cannot become ready (GPU Operator, MIG manager, AMI)."
             ),
+            cluster=targets.cluster,
         ),
         _rule(
             "GpuNodeGuardDown",
@@ -204,18 +440,16 @@ def gpu_node_guard_rules(*, gpu_pools: Sequence[str], namespace: str, job: str) 
                 "(no pod lands on them) and GPU NodeClaims that never initialize bill until expireAfter. "
                 f"kubectl -n {namespace} logs deploy/gpu-node-guard names the cause (API access, RBAC)."
             ),
+            cluster=targets.cluster,
         ),
     ]
 
 
-def karpenter_rules(
-    *, karpenter_namespace: str, karpenter_job: str, interruption_handling: bool
-) -> list[dict[str, Any]]:
+def karpenter_rules(targets: Targets) -> list[dict[str, Any]]:
     """Alerts on the Karpenter controller and, with interruption handling, its interruption queue."""
-    target = matchers(job=karpenter_job, namespace=karpenter_namespace)
-    interruption_errors = matchers(
-        job=karpenter_job, namespace=karpenter_namespace, controller="interruption"
-    )
+    namespace = targets.karpenter_namespace
+    target = matchers(job=targets.karpenter_job, namespace=namespace)
+    interruption_errors = matchers(job=targets.karpenter_job, namespace=namespace, controller="interruption")
     rules = [
         _rule(
             "KarpenterControllerDown",
@@ -225,13 +459,13 @@ def karpenter_rules(
             summary="No Karpenter controller has been reachable for 5 minutes",
             description=(
                 "Nothing launches nodes for pending pods, nothing consolidates idle GPU nodes (they keep "
-                "billing) "
-                f"and interruption warnings go unhandled. kubectl -n {karpenter_namespace} get pods "
+                f"billing) and interruption warnings go unhandled. kubectl -n {namespace} get pods "
                 "-l app.kubernetes.io/name=karpenter; its logs name the cause (IAM, the API server, OOM)."
             ),
+            cluster=targets.cluster,
         ),
     ]
-    if interruption_handling:
+    if targets.interruption_handling:
         rules += [
             _rule(
                 "KarpenterInterruptionMessagesDelayed",
@@ -243,10 +477,10 @@ def karpenter_rules(
                 summary="Interruption messages wait {{ $value | humanizeDuration }} on the queue (p99)",
                 description=(
                     "Karpenter reads spot interruption warnings and health events late, leaving less of the "
-                    "two "
-                    "minutes to drain nodes. The controller is overloaded or throttled by SQS (check its CPU "
-                    "limit and aws_sdk_go_request_retry_count)."
+                    "two minutes to drain nodes. The controller is overloaded or throttled by SQS (check its "
+                    "CPU limit and aws_sdk_go_request_retry_count)."
                 ),
+                cluster=targets.cluster,
             ),
             _rule(
                 "KarpenterInterruptionQueueErrors",
@@ -256,34 +490,66 @@ def karpenter_rules(
                 summary="Karpenter's interruption controller has been failing for 15 minutes",
                 description=(
                     "The controller cannot read or delete messages of the interruption queue, so messages "
-                    "pile "
-                    "up and interruptions go unhandled. Its logs say why: usually the queue policy or the "
-                    "controller role's sqs:ReceiveMessage/DeleteMessage permissions."
+                    "pile up and interruptions go unhandled. Its logs say why: usually the queue policy or "
+                    "the controller role's sqs:ReceiveMessage/DeleteMessage permissions."
                 ),
+                cluster=targets.cluster,
             ),
         ]
     return rules
 
 
-def alert_groups(targets: Targets) -> list[dict[str, Any]]:
-    """The rule groups: GPU and GPU node guard alerts (only with GPU pools) and Karpenter alerts."""
-    groups = []
-    if targets.gpu_pools:
-        rules = gpu_rules(gpu_pools=targets.gpu_pools, gpu_operator_namespace=targets.gpu_operator_namespace)
-        rules += gpu_node_guard_rules(
-            gpu_pools=targets.gpu_pools,
-            namespace=targets.gpu_node_guard_namespace,
-            job=targets.gpu_node_guard_job,
-        )
-        groups.append({"name": GPU_GROUP, "rules": rules})
-    groups.append(
-        {
-            "name": KARPENTER_GROUP,
-            "rules": karpenter_rules(
-                karpenter_namespace=targets.karpenter_namespace,
-                karpenter_job=targets.karpenter_job,
-                interruption_handling=targets.interruption_handling,
+def meta_rules(targets: Targets) -> list[dict[str, Any]]:
+    """The dead man's switch, and (managed) the agent whose absence silences every other rule."""
+    rules = [
+        _rule(
+            WATCHDOG,
+            "vector(1)",
+            for_="0m",
+            severity="none",
+            summary="Alerting works: this alert always fires",
+            description=(
+                "A dead man's switch: it fires all the time, and the alert routing sends it to the heartbeat "
+                "service (alerting.heartbeatUrl), which pages when it stops arriving: when rule evaluation, "
+                "the Alertmanager or the path to the receivers is broken."
             ),
-        }
-    )
+            cluster=targets.cluster,
+        )
+    ]
+    if targets.managed:
+        agent = matchers(job=PROMETHEUS_JOB, namespace=targets.monitoring_namespace)
+        rules.append(
+            _rule(
+                AGENT_DOWN,
+                f"absent(up{agent} == 1)",
+                for_=AGENT_DOWN_FOR,
+                severity="critical",
+                summary=f"No metrics from cluster {targets.cluster} have reached the workspace for 5 minutes",
+                description=(
+                    "The in-cluster Prometheus agent writes nothing to the workspace, so every alert about "
+                    "the "
+                    "cluster is blind (those that look for a missing target are held back: Karpenter and the "
+                    f"GPU node guard are not known to be down). kubectl -n {targets.monitoring_namespace} "
+                    "get "
+                    "pods -l app.kubernetes.io/name=prometheus; its logs say why (remote write refused: the "
+                    "Pod Identity role's aps:RemoteWrite; OOM; the system nodes)."
+                ),
+                cluster=targets.cluster,
+            )
+        )
+    return rules
+
+
+def alert_groups(targets: Targets) -> list[dict[str, Any]]:
+    """The rule groups: GPUs (where DCGM reports), per-pool alerts and the GPU node guard (with GPU pools),
+    Karpenter, and the alerting path."""
+    groups = []
+    if targets.pools:
+        gpu = dcgm_rules(targets) if targets.dcgm_pools else []
+        gpu += gpu_node_guard_rules(targets)
+        groups.append({"name": GPU_GROUP, "rules": gpu})
+        pool_level = [rule for pool in targets.pools for rule in pool_rules(pool, targets)]
+        groups.append({"name": POOL_GROUP, "rules": [*pool_level, unmatched_pods_rule(targets)]})
+    groups.append({"name": KARPENTER_GROUP, "rules": karpenter_rules(targets)})
+    groups.append({"name": META_GROUP, "rules": meta_rules(targets)})
     return groups

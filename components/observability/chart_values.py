@@ -11,7 +11,8 @@ serves metrics on 127.0.0.1 only: their targets would be down forever), Grafana'
 
 - `inCluster`: Prometheus as a server with its TSDB on a PersistentVolumeClaim of the encrypted gp3
   StorageClass (deleted with the release), retention by time and by size (90% of the volume, so it never
-  fills), Alertmanager, the chart's default rules and dashboards except those of the control-plane components
+  fills), Alertmanager with the stack's routes and the operator's receivers (`alerting`), the chart's default
+  rules (but its Watchdog: the stack has its own) and dashboards except those of the control-plane components
   EKS hides.
 - `managed`: Prometheus in agent mode (scrapes and remote-writes to the workspace with SigV4, credentials from
   EKS Pod Identity; no TSDB, no rules), no Alertmanager and no default rules or dashboards (they rely on
@@ -24,7 +25,9 @@ from typing import Any, Final
 
 from components.observability.dashboards import DASHBOARD_LABEL, DASHBOARD_LABEL_VALUE, DATASOURCE_UID
 from components.observability.queries import NODE_LABELS_ALLOWLIST
+from components.observability.routing import in_cluster_alertmanager_config
 from config.observability import ObservabilityConfig
+from facts.metrics import KUBE_STATE_METRICS_OPT_IN
 from facts.prometheus_stack import AMP_DATASOURCE_PLUGIN, AMP_DATASOURCE_PLUGIN_VERSION
 
 RELEASE_NAME: Final = "kube-prometheus-stack"
@@ -178,23 +181,35 @@ def stack_values(
             persistentVolumeClaimRetentionPolicy={"whenDeleted": "Delete", "whenScaled": "Retain"},
         )
 
+    alertmanager: dict[str, Any] = {"enabled": False}
+    if not managed:
+        alertmanager = {"enabled": True, "alertmanagerSpec": dict(on_system)}
+        if config.alerting is not None:
+            # Receivers read their credentials from the operator's Secret, mounted into the pod.
+            alertmanager["alertmanagerSpec"]["secrets"] = [config.alerting.receiver_secret]
+            alertmanager["config"] = in_cluster_alertmanager_config(config.alerting)
     values: dict[str, Any] = {
         "crds": {"enabled": False},
-        "defaultRules": {"create": not managed, "rules": dict.fromkeys(EKS_HIDDEN_RULE_GROUPS, False)},
+        "defaultRules": {
+            "create": not managed,
+            "rules": dict.fromkeys(EKS_HIDDEN_RULE_GROUPS, False),
+            # The stack's own Watchdog (components.observability.alerts) is the one routed to the heartbeat.
+            "disabled": {"Watchdog": True},
+        },
         **{scraper: {"enabled": False} for scraper in EKS_HIDDEN_SCRAPERS},
         "prometheusOperator": {**on_system, "admissionWebhooks": {"patch": on_system}},
         "kube-state-metrics": {
             **on_system,
             "metricLabelsAllowlist": [f"nodes=[{','.join(NODE_LABELS_ALLOWLIST)}]"],
+            # The pods' nodeSelectors, by which the alerts tell which pool a waiting GPU pod is for.
+            "extraArgs": [f"--metric-opt-in-list={','.join(sorted(KUBE_STATE_METRICS_OPT_IN))}"],
         },
         "prometheus": {
             "agentMode": managed,
             "serviceAccount": {"create": True, "name": PROMETHEUS_SERVICE_ACCOUNT},
             "prometheusSpec": prometheus_spec,
         },
-        "alertmanager": {"enabled": True, "alertmanagerSpec": on_system}
-        if not managed
-        else {"enabled": False},
+        "alertmanager": alertmanager,
         "grafana": grafana,
     }
     return values

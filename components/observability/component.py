@@ -42,8 +42,10 @@ from components.observability.dashboards import (
 )
 from components.observability.iam import query_policy, remote_write_policy
 from components.observability.queries import Targets
+from components.observability.routing import amp_alertmanager_config, amp_definition, key_policy, topic_policy
 from components.storage import DEFAULT_STORAGE_CLASS
-from config.observability import ObservabilityConfig
+from config.observability import AlertingSettings, ObservabilityConfig
+from config.stack import StackConfig
 from contract import Monitoring
 from facts.prometheus_stack import (
     CHART_REPOSITORY,
@@ -52,6 +54,7 @@ from facts.prometheus_stack import (
     STACK_CHART,
     STACK_CHART_VERSION,
 )
+from pools.alerting import pool_alerting
 
 CRD_RELEASE_NAMESPACE = "kube-system"
 """Where the CRD release's record lives, whatever `observability.namespace` says: CRDs are cluster-scoped,
@@ -62,6 +65,33 @@ RULE_NAMESPACE = "gpu-eks"
 
 CRD_RELEASE_TIMEOUT_SECONDS = 300
 RELEASE_MAX_HISTORY = 10
+
+
+def stack_targets(config: StackConfig, *, gpu_node_guard_job: str, karpenter_job: str) -> Targets:
+    """What the alerts and dashboards of a stack select: its GPU pools (with the thresholds
+    `pools.alerting` derives from each), and where Karpenter, the GPU Operator and the guard run, with the
+    `job` their ServiceMonitors give their series."""
+    return Targets(
+        pools=tuple(
+            pool_alerting(
+                pool,
+                config.gpu_operator,
+                config.gpu_node_guard,
+                overlays=config.karpenter.gpu_sharing_overlays,
+                scraped=config.observability.enabled,
+            )
+            for pool in config.gpu_pools
+        ),
+        cluster=config.cluster.name,
+        managed=config.observability.backend == "managed",
+        monitoring_namespace=config.observability.namespace,
+        gpu_operator_namespace=config.gpu_operator.namespace,
+        gpu_node_guard_namespace=config.gpu_node_guard.namespace,
+        gpu_node_guard_job=gpu_node_guard_job,
+        karpenter_namespace=config.karpenter.namespace,
+        karpenter_job=karpenter_job,
+        interruption_handling=config.karpenter.interruption_handling,
+    )
 
 
 class Observability(pulumi.ComponentResource):
@@ -82,6 +112,8 @@ class Observability(pulumi.ComponentResource):
     workspace_id: pulumi.Output[str] | None
     query_endpoint: pulumi.Output[str] | None
     """The workspace's Prometheus-compatible query API (`.../api/v1/query`), for `managed`."""
+    alert_topic_arn: pulumi.Output[str] | None
+    """The SNS topic the workspace's alert manager publishes to (`managed` with `alerting`)."""
 
     def __init__(
         self,
@@ -136,6 +168,7 @@ class Observability(pulumi.ComponentResource):
         release_needs: list[pulumi.Resource] = [self.crd_release, namespace, cluster.system_node_group]
         self.workspace_id = None
         self.query_endpoint = None
+        self.alert_topic_arn = None
         workspace_endpoint: pulumi.Output[str] | None = None
         if managed:
             workspace = aws.amp.Workspace(
@@ -163,6 +196,15 @@ class Observability(pulumi.ComponentResource):
                     cluster=cluster,
                     namespace=config.namespace,
                     service_account=service_account,
+                    tags=tags,
+                )
+            if config.alerting is not None:
+                self.alert_topic_arn = self._amp_alerting(
+                    name,
+                    alerting=config.alerting,
+                    workspace=workspace,
+                    cluster_name=cluster_name,
+                    region=region,
                     tags=tags,
                 )
             workspace_endpoint = workspace.prometheus_endpoint
@@ -244,7 +286,7 @@ class Observability(pulumi.ComponentResource):
     def contract(self) -> pulumi.Output[dict[str, object]]:
         """The `monitoring` stack output (`contract.Monitoring`)."""
         port_forward = f"kubectl -n {self.namespace} port-forward svc/{GRAFANA_SERVICE} 3000:{GRAFANA_PORT}"
-        return pulumi.Output.all(self.workspace_id, self.query_endpoint).apply(
+        return pulumi.Output.all(self.workspace_id, self.query_endpoint, self.alert_topic_arn).apply(
             lambda resolved: Monitoring(
                 backend=self.backend,
                 namespace=self.namespace,
@@ -253,8 +295,95 @@ class Observability(pulumi.ComponentResource):
                 prometheus_url=self.prometheus_url,
                 amp_workspace_id=resolved[0],
                 amp_query_endpoint=resolved[1],
+                alert_topic_arn=resolved[2],
             ).model_dump(mode="json", by_alias=True, exclude_none=True)
         )
+
+    def _amp_alerting(
+        self,
+        name: str,
+        *,
+        alerting: AlertingSettings,
+        workspace: aws.amp.Workspace,
+        cluster_name: str,
+        region: str,
+        tags: dict[str, str],
+    ) -> pulumi.Output[str]:
+        """The workspace's alert manager definition, and the SNS topics it publishes to that the stack owns
+        (KMS-encrypted, publishable by this workspace only) with their subscriptions. Returns the alert
+        topic's ARN."""
+        child = pulumi.ResourceOptions(parent=self)
+        owned = {"alerts": f"{cluster_name}-alerts"} if alerting.sns_topic == "create" else {}
+        if alerting.heartbeat_url:
+            owned["heartbeat"] = f"{cluster_name}-alert-heartbeat"
+        # The topics' ARNs are known from their names, so the key's policy can name them before they exist.
+        arn_parts = workspace.arn.apply(lambda arn: arn.split(":"))
+        planned = arn_parts.apply(
+            lambda parts: [f"arn:{parts[1]}:sns:{region}:{parts[4]}:{topic}" for topic in owned.values()]
+        )
+        topics: dict[str, aws.sns.Topic] = {}
+        policies: list[pulumi.Resource] = []
+        if owned:
+            key = aws.kms.Key(
+                f"{name}-alerts",
+                description=f"SNS topics of the {cluster_name} cluster's alerts",
+                enable_key_rotation=True,
+                deletion_window_in_days=30,
+                policy=pulumi.Output.all(arn_parts, planned).apply(
+                    lambda resolved: json.dumps(
+                        key_policy(partition=resolved[0][1], account=resolved[0][4], topic_arns=resolved[1])
+                    )
+                ),
+                tags=tags,
+                opts=child,
+            )
+            for role, topic_name in owned.items():
+                topic = aws.sns.Topic(
+                    f"{name}-{role}", name=topic_name, kms_master_key_id=key.arn, tags=tags, opts=child
+                )
+                policies.append(
+                    aws.sns.TopicPolicy(
+                        f"{name}-{role}",
+                        arn=topic.arn,
+                        policy=pulumi.Output.all(topic.arn, workspace.arn).apply(
+                            lambda arns: json.dumps(topic_policy(arns[0], arns[1]))
+                        ),
+                        opts=child,
+                    )
+                )
+                topics[role] = topic
+        for address in alerting.email_subscriptions:
+            aws.sns.TopicSubscription(
+                f"{name}-alerts-{address}",
+                topic=topics["alerts"].arn,
+                protocol="email",
+                endpoint=address,
+                opts=child,
+            )
+        if "heartbeat" in topics:
+            aws.sns.TopicSubscription(
+                f"{name}-heartbeat",
+                topic=topics["heartbeat"].arn,
+                protocol="https",
+                endpoint=alerting.heartbeat_url,
+                opts=child,
+            )
+        topic_arn: pulumi.Output[str] = (
+            topics["alerts"].arn if "alerts" in topics else pulumi.Output.from_input(str(alerting.sns_topic))
+        )
+        heartbeat_arn = topics["heartbeat"].arn if "heartbeat" in topics else None
+        aws.amp.AlertManagerDefinition(
+            name,
+            workspace_id=workspace.id,
+            definition=pulumi.Output.all(topic_arn, heartbeat_arn).apply(
+                lambda arns: amp_definition(
+                    amp_alertmanager_config(topic_arn=arns[0], heartbeat_topic_arn=arns[1], region=region)
+                )
+            ),
+            # AMP publishes from the first alert on: the topics must let it.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=policies),
+        )
+        return topic_arn
 
     def _pod_identity(
         self,

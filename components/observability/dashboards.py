@@ -78,6 +78,8 @@ class Panel:
     kind: str = "timeseries"
     unit: str = "short"
     width: int = 12
+    content: str = ""
+    """The Markdown of a `text` panel (which has no queries)."""
 
 
 def uid(name: str) -> str:
@@ -93,6 +95,8 @@ def _panel_json(panel: Panel, panel_id: int, x: int, y: int, datasource: dict[st
     }
     if panel.kind in ("stat", "bargauge"):
         options = {"reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False}}
+    if panel.kind == "text":
+        options = {"mode": "markdown", "content": panel.content}
     return {
         "id": panel_id,
         "type": panel.kind,
@@ -163,8 +167,30 @@ def _utilisation(pool: str, *, mig: bool) -> Panel:
     )
 
 
-def pool_panels(pool: str, *, mig: bool) -> list[Panel]:
-    """The panels of one GPU pool's dashboard; `mig`: the pool partitions its GPUs with MIG."""
+BOTTLEROCKET_NOTE = (
+    "**No GPU metrics on this pool.** Its nodes run Bottlerocket, where no GPU Operator operand runs, the "
+    "DCGM "
+    "exporter included, so there is no GPU utilisation, memory or XID data, and no DCGM alert covers these "
+    "GPUs. Allocation, limits, launches and cost below come from Karpenter. For GPU metrics use an AL2023 "
+    "pool "
+    "(`ami: al2023@...`; docs/gpu-pools.md)."
+)
+
+
+def _gpu_metrics_note() -> Panel:
+    return Panel(
+        "GPU metrics",
+        "Why are there no GPU utilisation and memory panels? The pool's nodes report no DCGM metrics.",
+        (),
+        kind="text",
+        width=24,
+        content=BOTTLEROCKET_NOTE,
+    )
+
+
+def pool_panels(pool: str, *, mig: bool, dcgm: bool = True) -> list[Panel]:
+    """The panels of one GPU pool's dashboard; `mig`: the pool partitions its GPUs with MIG; `dcgm`: its nodes
+    report DCGM metrics (not on Bottlerocket, which gets a note instead of the GPU panels)."""
     gpu = {"nodepool": pool, "resource_type": KARPENTER_GPU}
     per_node = ["node_name", "resource_type"]
     allocatable = f"sum by (resource_type) ({leader_max('karpenter_nodes_allocatable', per_node, **gpu)})"
@@ -174,6 +200,8 @@ def pool_panels(pool: str, *, mig: bool) -> list[Panel]:
     guard = matchers(nodepool=pool)
     fb_used = on_pool_nodes("DCGM_FI_DEV_FB_USED", pool)
     fb_free = on_pool_nodes("DCGM_FI_DEV_FB_FREE", pool)
+    # MIG devices of one GPU share its `gpu` label: the instance tells them apart.
+    per_gpu = "{{node}} GPU {{gpu}}" + (" {{GPU_I_PROFILE}} {{GPU_I_ID}}" if mig else "")
     nodes = leader_max(
         "karpenter_nodes_allocatable",
         ["node_name", "instance_type", "capacity_type"],
@@ -184,6 +212,18 @@ def pool_panels(pool: str, *, mig: bool) -> list[Panel]:
         "operator_nodeclaim_status_condition_transition_seconds_bucket"
         f"{matchers(type='Initialized', status='Unknown', **{CONDITION_POOL_LABEL: pool})}"
     )
+    gpu_metrics = [
+        _utilisation(pool, mig=mig),
+        Panel(
+            "GPU memory used",
+            "How full is each GPU's memory? Framebuffer used over used + free, per GPU (per MIG device on "
+            "MIG "
+            "pools; DCGM). Near 100% risks out-of-memory errors; low with whole GPUs suggests smaller GPUs, "
+            "time-slicing or MIG.",
+            (Target(f"{fb_used} / ({fb_used} + {fb_free})", per_gpu),),
+            unit="percentunit",
+        ),
+    ]
     return [
         Panel(
             "GPUs allocatable vs requested",
@@ -196,15 +236,7 @@ def pool_panels(pool: str, *, mig: bool) -> list[Panel]:
                 Target(requested, "requested {{resource_type}}"),
             ),
         ),
-        _utilisation(pool, mig=mig),
-        Panel(
-            "GPU memory used",
-            "How full is each GPU's memory? Framebuffer used over used + free, per GPU (DCGM). Near 100% "
-            "risks "
-            "out-of-memory errors; low with whole GPUs suggests smaller GPUs, time-slicing or MIG.",
-            (Target(f"{fb_used} / ({fb_used} + {fb_free})", "{{node}} GPU {{gpu}}"),),
-            unit="percentunit",
-        ),
+        *(gpu_metrics if dcgm else [_gpu_metrics_note()]),
         Panel(
             "Pods waiting for a GPU",
             "Is anything waiting for GPU capacity? Pods requesting nvidia.com/gpu (or a MIG resource) that "
@@ -234,8 +266,10 @@ def pool_panels(pool: str, *, mig: bool) -> list[Panel]:
             "Launch to ready",
             "How long from launch until a node can run GPU pods? Time a NodeClaim spent before it was "
             "initialized "
-            "(nvidia.com/gpu allocatable, startup taints gone), 50th and 90th percentile over 6 hours. Above "
-            "15 minutes fires GpuNodeNotInitialized.",
+            "(nvidia.com/gpu allocatable, startup taints gone), 50th and 90th percentile over 6 hours. Past "
+            "the "
+            "pool's initializationTimeout the GPU node guard replaces a node; GpuNodeNotInitialized fires if "
+            "it did not.",
             tuple(
                 Target(f"histogram_quantile({q}, sum by (le) (rate({initialized}[6h])))", f"p{int(q * 100)}")
                 for q in (0.5, 0.9)
@@ -426,7 +460,7 @@ def dashboards(targets: Targets, *, datasource_type: str) -> dict[str, dict[str,
     }
     for pool in targets.gpu_pools:
         name = f"gpu-eks-pool-{pool}"
-        panels = pool_panels(pool, mig=pool in targets.mig_pools)
+        panels = pool_panels(pool, mig=pool in targets.mig_pools, dcgm=pool in targets.dcgm_pools)
         result[name] = _dashboard(name, f"GPU pool: {pool}", panels, datasource_type)
     return result
 

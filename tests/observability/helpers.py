@@ -10,16 +10,51 @@ import promql_parser
 from components.observability.alerts import alert_groups
 from components.observability.dashboards import dashboards, queries
 from components.observability.queries import Targets
+from config.node_pools import NodePoolConfig
+from config.stack import StackConfig, parse_stack_config
 from facts.metrics import exporter_of
-from synth.runner import ProgramRun
+from pools.alerting import PoolAlerting, pool_alerting
+from synth.runner import ProgramRun, stack_config
 from synth.snapshot import from_yaml
 from tests.helpers import run
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "kube-prometheus-stack-88.5.3"
 
-POOLS = ("gpu-inference", "gpu-training")
-MIG_POOLS = (POOLS[0],)
+MIG_POOL: dict[str, Any] = {
+    "name": "gpu-mig",
+    "instanceFamilies": ["p4d"],
+    "limits": {"nvidia.com/gpu": "56"},
+    "mig": {"profile": "all-1g.5gb"},
+}
+"""A MIG pool (single strategy: 7 devices per A100 40GB, so a p4d.24xlarge counts 56)."""
+BOTTLEROCKET_POOL: dict[str, Any] = {
+    "name": "gpu-br",
+    "instanceFamilies": ["g6"],
+    "ami": "bottlerocket@v1.40.0",
+    "limits": {"nvidia.com/gpu": "8"},
+}
+"""A Bottlerocket pool: no GPU Operator operand runs there, so no DCGM metrics."""
+POOLS = ("gpu-inference", "gpu-training", "gpu-mig")
+"""prod's two pools as committed, and a MIG pool."""
+MIG_POOLS = ("gpu-mig",)
 """The sample pools that partition their GPUs with MIG (so that both utilisation panels are checked)."""
+CLUSTER = "ml-prod"
+
+
+@functools.cache
+def prod_config() -> StackConfig:
+    """The committed prod stack's configuration, as the program reads it."""
+    return parse_stack_config(stack_config("prod"))
+
+
+@functools.cache
+def sample_pools() -> dict[str, PoolAlerting]:
+    """prod's GPU pools, the MIG pool and the Bottlerocket pool, as the alerts see them."""
+    config = prod_config()
+    pools = [*config.gpu_pools, *(NodePoolConfig.model_validate(p) for p in (MIG_POOL, BOTTLEROCKET_POOL))]
+    return {p.name: pool_alerting(p, config.gpu_operator, config.gpu_node_guard) for p in pools}
+
+
 IN_CLUSTER_POOL: dict[str, Any] = {
     "name": "gpu-a",
     "instanceFamilies": ["g6"],
@@ -93,11 +128,16 @@ def unknown_metrics(expr: str) -> list[str]:
     return sorted(name for name in selected_metrics(expr) if exporter_of(name) is None)
 
 
-def targets(interruption_handling: bool = True, gpu_pools: Sequence[str] = POOLS) -> Targets:
-    """What a stack with `gpu_pools`, Karpenter in `kube-system` and the defaults elsewhere scrapes."""
+def targets(
+    interruption_handling: bool = True, gpu_pools: Sequence[str] = POOLS, *, managed: bool = True
+) -> Targets:
+    """What a stack with `gpu_pools` (of `sample_pools`), Karpenter in `kube-system` and the defaults
+    elsewhere scrapes."""
     return Targets(
-        gpu_pools=tuple(gpu_pools),
-        mig_pools=tuple(p for p in MIG_POOLS if p in gpu_pools),
+        pools=tuple(sample_pools()[name] for name in gpu_pools),
+        cluster=CLUSTER,
+        managed=managed,
+        monitoring_namespace="monitoring",
         gpu_operator_namespace="gpu-operator",
         gpu_node_guard_namespace="gpu-node-guard",
         gpu_node_guard_job="gpu-node-guard-metrics",
@@ -108,18 +148,22 @@ def targets(interruption_handling: bool = True, gpu_pools: Sequence[str] = POOLS
 
 
 def sample_alert_groups(
-    interruption_handling: bool = True, gpu_pools: Sequence[str] = POOLS
+    interruption_handling: bool = True, gpu_pools: Sequence[str] = POOLS, *, managed: bool = True
 ) -> list[dict[str, Any]]:
     """The alert groups of a stack with `gpu_pools` and Karpenter in `kube-system`."""
-    return alert_groups(targets(interruption_handling, gpu_pools))
+    return alert_groups(targets(interruption_handling, gpu_pools, managed=managed))
 
 
-def all_alert_rules(interruption_handling: bool = True) -> list[dict[str, Any]]:
-    return [rule for group in sample_alert_groups(interruption_handling) for rule in group["rules"]]
+def all_alert_rules(interruption_handling: bool = True, *, managed: bool = True) -> list[dict[str, Any]]:
+    return [
+        rule
+        for group in sample_alert_groups(interruption_handling, managed=managed)
+        for rule in group["rules"]
+    ]
 
 
 def all_dashboards() -> dict[str, dict[str, Any]]:
-    return dashboards(targets(), datasource_type="prometheus")
+    return dashboards(targets(gpu_pools=(*POOLS, "gpu-br")), datasource_type="prometheus")
 
 
 def every_expression() -> Iterator[tuple[str, str]]:

@@ -23,10 +23,12 @@ FREE_MAPS = FREE_KEY_MAPS | {
     "resources",
     "storageSpec",
     "persistentVolumeClaimRetentionPolicy",
+    "disabled",
 }
-"""Values that are maps of arbitrary keys (labels, Kubernetes resource lists, a StorageSpec) or Kubernetes
-objects the chart passes through (a StatefulSet's claim retention policy: `{}` in the chart, with its two keys
-in a comment, checked in `test_claim_retention_keys_are_the_charts`)."""
+"""Values that are maps of arbitrary keys (labels, Kubernetes resource lists, a StorageSpec, the default
+rules' alerts turned off by name) or Kubernetes objects the chart passes through (a StatefulSet's claim
+retention policy: `{}` in the chart, with its two keys in a comment, checked in
+`test_claim_retention_keys_are_the_charts`)."""
 SUBCHARTS = {"grafana": grafana_values, "kube-state-metrics": kube_state_metrics_values}
 ENDPOINT = "https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-0123/"
 

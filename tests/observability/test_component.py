@@ -10,7 +10,12 @@ from components.observability.chart_values import GRAFANA_SERVICE_ACCOUNT, PROME
 from components.observability.dashboards import DASHBOARD_LABEL, queries
 from synth.runner import ProgramRun
 from tests.helpers import closure, run
-from tests.observability.helpers import IN_CLUSTER_POOL, in_cluster_stack, selected_metrics
+from tests.observability.helpers import (
+    IN_CLUSTER_POOL,
+    in_cluster_stack,
+    sample_alert_groups,
+    selected_metrics,
+)
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 CONFIGMAP = "kubernetes:core/v1:ConfigMap"
@@ -38,9 +43,16 @@ def test_prod_declares_the_managed_backend_both_scrapers_dashboards_and_alerts(p
     assert workspace.protect  # prod protects data-bearing resources
     namespace = prod.one("aws:amp/ruleGroupNamespace:RuleGroupNamespace")
     assert namespace.inputs["workspaceId"] == workspace.id
-    alerts = _rules(yaml.safe_load(namespace.inputs["data"])["groups"])
-    assert set(alerts) >= FIVE_ALERTS
-    assert 'nodepool=~"gpu-inference|gpu-training"' in alerts["GpuPoolAtLimitWithPendingPods"]["expr"]
+    groups = yaml.safe_load(namespace.inputs["data"])["groups"]
+    assert set(_rules(groups)) >= FIVE_ALERTS
+    # The program derives each pool's rules from its config (the thresholds `pools.alerting` computes).
+    assert groups == sample_alert_groups(gpu_pools=("gpu-inference", "gpu-training"))
+    per_pool = {
+        (rule["alert"], rule["labels"].get("nodepool")) for group in groups for rule in group["rules"]
+    }
+    for pool in ("gpu-inference", "gpu-training"):
+        assert ("GpuPoolAtLimitWithPendingPods", pool) in per_pool
+        assert ("GpuNodeNotInitialized", pool) in per_pool
     # Both ServiceMonitors are on.
     assert _release(prod, "karpenter-controller").inputs["values"]["serviceMonitor"] == {"enabled": True}
     assert (

@@ -5,7 +5,6 @@ from dataclasses import replace
 from typing import Any
 
 import promql_parser
-import pytest
 
 from components.observability.dashboards import (
     INTERRUPTION_REASONS,
@@ -15,7 +14,7 @@ from components.observability.dashboards import (
     queries,
     uid,
 )
-from components.observability.queries import pending_gpu_pods
+from components.observability.queries import pending_gpu_pod_series, pending_gpu_pods
 from facts.metrics import dcgm_exporter_metrics
 from tests.observability.helpers import (
     MIG_POOLS,
@@ -23,6 +22,7 @@ from tests.observability.helpers import (
     all_alert_rules,
     all_dashboards,
     label_matchers,
+    sample_pools,
     selected_metrics,
     targets,
 )
@@ -30,14 +30,14 @@ from tests.observability.helpers import (
 
 def test_one_dashboard_per_pool_and_an_overview() -> None:
     boards = all_dashboards()
-    assert set(boards) == {"gpu-eks-overview", *(f"gpu-eks-pool-{p}" for p in POOLS)}
+    assert set(boards) == {"gpu-eks-overview", *(f"gpu-eks-pool-{p}" for p in (*POOLS, "gpu-br"))}
     for name, board in boards.items():
         assert board["uid"] == name
         ids = [panel["id"] for panel in board["panels"]]
         assert len(ids) == len(set(ids)), name
         for panel in board["panels"]:
             assert panel["description"].endswith((".", ")")), panel["title"]
-            assert panel["targets"], panel["title"]
+            assert panel["targets"] or panel["type"] == "text", panel["title"]
             assert panel["gridPos"]["x"] + panel["gridPos"]["w"] <= 24
 
 
@@ -122,15 +122,11 @@ def test_pods_waiting_for_a_gpu_shows_0_when_nothing_waits_but_the_alert_does_no
         assert expr.lhs.prettify() == pending, name
         assert expr.rhs.func.name == "vector", name
         assert [arg.val for arg in expr.rhs.args] == [0.0], name
-    # The alert keeps the bare count (a pool at its limit fires only while pods wait).
-    (rule,) = [r for r in all_alert_rules() if r["alert"] == "GpuPoolAtLimitWithPendingPods"]
-    assert pending_gpu_pods() in rule["expr"]
-    assert "vector(" not in rule["expr"]
-
-
-def test_mig_pools_must_be_gpu_pools() -> None:
-    with pytest.raises(ValueError, match="cpu-burst"):
-        replace(targets(), mig_pools=("cpu-burst",))
+    # The alerts count the waiting pods themselves (a pool at its limits fires only while its pods wait).
+    for rule in all_alert_rules():
+        if rule["alert"] in ("GpuPoolAtLimitWithPendingPods", "GpuPodsUnschedulable", "GpuPodsMatchNoPool"):
+            assert pending_gpu_pod_series() in rule["expr"]
+            assert "vector(" not in rule["expr"]
 
 
 def test_uids_fit_grafana_and_stay_stable() -> None:
@@ -139,7 +135,8 @@ def test_uids_fit_grafana_and_stay_stable() -> None:
     assert len(uid(name)) <= 40
     assert uid(name) == uid(name)
     assert uid(name) != uid(f"gpu-eks-pool-{'q' * 63}")
-    board = dashboards(targets(gpu_pools=[long_pool]), datasource_type="prometheus")[name]
+    pool = replace(sample_pools()["gpu-inference"], name=long_pool)
+    board = dashboards(replace(targets(), pools=(pool,)), datasource_type="prometheus")[name]
     assert board["uid"] == uid(name)
 
 
@@ -149,3 +146,24 @@ def test_json_is_stable_and_round_trips() -> None:
     assert json.loads(text) == board
     assert text == dashboard_json(json.loads(text))
     assert queries(board)
+
+
+def test_bottlerocket_pools_get_a_note_instead_of_gpu_metrics() -> None:
+    """Bottlerocket nodes run no DCGM exporter: its panels would stay empty forever."""
+    board = all_dashboards()["gpu-eks-pool-gpu-br"]
+    titles = [panel["title"] for panel in board["panels"]]
+    assert "GPU utilisation" not in titles
+    assert "GPU memory used" not in titles
+    note = _panel(board, "GPU metrics")
+    assert note["type"] == "text"
+    assert "Bottlerocket" in note["options"]["content"]
+    assert not any(name.startswith("DCGM_") for expr in queries(board) for name in selected_metrics(expr))
+    assert "GPU memory used" in [p["title"] for p in all_dashboards()["gpu-eks-pool-gpu-inference"]["panels"]]
+
+
+def test_mig_memory_legends_tell_the_devices_of_a_gpu_apart() -> None:
+    boards = all_dashboards()
+    (mig,) = _panel(boards["gpu-eks-pool-gpu-mig"], "GPU memory used")["targets"]
+    assert mig["legendFormat"] == "{{node}} GPU {{gpu}} {{GPU_I_PROFILE}} {{GPU_I_ID}}"
+    (whole,) = _panel(boards["gpu-eks-pool-gpu-inference"], "GPU memory used")["targets"]
+    assert whole["legendFormat"] == "{{node}} GPU {{gpu}}"

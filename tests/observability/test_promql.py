@@ -3,10 +3,15 @@ metrics the pinned DCGM exporter, Karpenter 1.14, kube-state-metrics v2.20.0 or 
 
 import pytest
 
+from components.cluster import SYSTEM_NODE_SELECTOR
 from components.gpu_node_guard.guard import METRICS as GUARD_METRICS
 from components.gpu_node_guard.guard import Metrics
+from components.observability.chart_values import stack_values
+from components.storage import DEFAULT_STORAGE_CLASS
+from config.observability import ObservabilityConfig
 from facts.metrics import (
     GPU_NODE_GUARD_METRICS,
+    KUBE_STATE_METRICS_OPT_IN,
     dcgm_exporter_metrics,
     exporter_of,
     karpenter_metrics,
@@ -21,7 +26,8 @@ EXPRESSIONS = list(every_expression())
     ("where", "expr"), EXPRESSIONS, ids=[f"{w}:{i}" for i, (w, _) in enumerate(EXPRESSIONS)]
 )
 def test_expression_parses_and_uses_exported_metrics(where: str, expr: str) -> None:
-    assert selected_metrics(expr), f"{where}: selects no metric"
+    if where != "alert Watchdog":  # the dead man's switch: always firing, on no metric
+        assert selected_metrics(expr), f"{where}: selects no metric"
     assert unknown_metrics(expr) == [], where
 
 
@@ -72,3 +78,20 @@ def test_vendored_metric_lists_hold_what_they_claim() -> None:
     } <= (karpenter_metrics())
     assert len(karpenter_metrics()) == 120
     assert {"kube_node_labels", "kube_pod_status_unschedulable"} <= kube_state_metrics()
+
+
+def test_opt_in_metrics_the_rules_use_are_turned_on() -> None:
+    """kube-state-metrics exports an opt-in metric only when `--metric-opt-in-list` names it."""
+    used = {name for _, expr in EXPRESSIONS for name in selected_metrics(expr)} & KUBE_STATE_METRICS_OPT_IN
+    assert used == {"kube_pod_nodeselectors"}
+    config = ObservabilityConfig.model_validate({"backend": "inCluster"})
+    values = stack_values(
+        config,
+        cluster_name="c",
+        region="us-west-2",
+        system_node_selector=SYSTEM_NODE_SELECTOR,
+        storage_class=DEFAULT_STORAGE_CLASS,
+    )
+    (flag,) = values["kube-state-metrics"]["extraArgs"]
+    assert flag.startswith("--metric-opt-in-list=")
+    assert used <= set(flag.removeprefix("--metric-opt-in-list=").split(","))

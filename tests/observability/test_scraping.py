@@ -8,8 +8,12 @@ import pytest
 import yaml
 
 from components.gpu_node_guard.manifests import METRICS_JOB
+from components.observability.alerts import alert_groups
+from components.observability.component import stack_targets
+from config.stack import parse_stack_config
 from synth.runner import ProgramRun, Registration
-from tests.observability.helpers import in_cluster_stack, sample_alert_groups
+from tests.helpers import config as stack_config_of
+from tests.observability.helpers import IN_CLUSTER_POOL, in_cluster_stack
 from tests.support.crd_check import validate
 
 SERVICE_MONITOR = "kubernetes:monitoring.coreos.com/v1:ServiceMonitor"
@@ -131,5 +135,10 @@ def test_the_objects_the_program_writes_are_valid_for_the_operator_crds() -> Non
     # The check refuses what the API server (with strict field validation) would.
     bad = {**rule.inputs, "spec": {"groups": [{"name": "g", "rules": [{"alert": "A", "expression": "up"}]}]}}
     assert "spec.groups[0].rules[0].expression: unknown field (not in the CRD schema)" in validate(bad)
-    # The rules are the groups the promtool tests run.
-    assert rule.inputs["spec"]["groups"] == sample_alert_groups(gpu_pools=("gpu-a",))
+    # The rules are those the program derives from the stack's config, built as in the promtool tests.
+    config = parse_stack_config(
+        stack_config_of(nodePools=[IN_CLUSTER_POOL], observability={"backend": "inCluster"})
+    )
+    targets = stack_targets(config, gpu_node_guard_job=METRICS_JOB, karpenter_job="karpenter")
+    assert not targets.managed
+    assert rule.inputs["spec"]["groups"] == alert_groups(targets)

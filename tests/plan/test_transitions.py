@@ -7,6 +7,9 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+import pytest
+
+from config.errors import ConfigError
 from synth.plan import Plan, State, plan, state_of_run
 from synth.runner import run_program, stack_config
 from tests.conftest import stack_run
@@ -331,8 +334,16 @@ def test_observability_on_only_creates_and_turns_the_scrapers_on() -> None:
     assert result.findings == ()
 
 
+def with_managed_observability(s: Sections) -> None:
+    s["gpu-eks:observability"] = {"backend": "managed", "alerting": {"snsTopic": "create"}}
+
+
 def test_observability_off_deletes_what_it_created_and_says_what_goes_with_it() -> None:
-    result = transition("prod", no_observability)
+    # A production stack may not go without alerts: refused before any resource.
+    with pytest.raises(ConfigError, match=r"gpu-eks:observability\.backend"):
+        transition("prod", no_observability)
+    # dev with the managed backend, back to none.
+    result = transition("dev", with_managed_observability, reverse=True)
     assert result.of("replace") == []
     assert result.of("create") == []
     assert {(s.type, s.name): s.because for s in result.of("update")} == SCRAPED_RELEASES
@@ -340,14 +351,12 @@ def test_observability_off_deletes_what_it_created_and_says_what_goes_with_it() 
     assert {
         (RELEASE, "observability-crds"),
         ("aws:amp/workspace:Workspace", "observability"),
+        ("aws:sns/topic:Topic", "observability-alerts"),
         GUARD_MONITOR,
     } <= (deleted)
     messages = {f.message: f.blocking for f in result.findings}
-    # prod protects the workspace (150 days of metrics): `pulumi up` refuses until it is unprotected.
-    workspace = "delete aws:amp/workspace:Workspace observability"
     crds = "delete kubernetes:helm.sh/v3:Release observability-crds"
     assert messages == {
-        f"{workspace}: the resource is protected; `pulumi up` refuses": True,
         f"{crds}: deleting the prometheus-operator-crds release deletes its CRDs, and with them every "
         "ServiceMonitor, PodMonitor, PrometheusRule and other Prometheus Operator object in the cluster, "
         "also those this stack did not declare": False,
@@ -355,7 +364,13 @@ def test_observability_off_deletes_what_it_created_and_says_what_goes_with_it() 
 
 
 def test_moving_prod_to_the_in_cluster_backend_swaps_the_managed_parts_only() -> None:
-    result = transition("prod", lambda s: s["gpu-eks:observability"].update(backend="inCluster"))
+    result = transition(
+        "prod",
+        lambda s: s["gpu-eks:observability"].update(
+            backend="inCluster",
+            alerting={"receiverSecret": "alertmanager-receivers", "critical": "pagerduty"},
+        ),
+    )
     dashboards = {
         "observability-gpu-eks-overview",
         "observability-gpu-eks-pool-gpu-inference",
@@ -377,6 +392,11 @@ def test_moving_prod_to_the_in_cluster_backend_swaps_the_managed_parts_only() ->
         "aws:iam/role:Role",
         "aws:iam/rolePolicy:RolePolicy",
         POD_IDENTITY,
+        # Alerts go to the in-cluster Alertmanager instead of the workspace's SNS topic.
+        "aws:amp/alertManagerDefinition:AlertManagerDefinition",
+        "aws:kms/key:Key",
+        "aws:sns/topic:Topic",
+        "aws:sns/topicPolicy:TopicPolicy",
     }
     # The stack's values (agent -> server with a volume, AMP data source -> in-cluster Prometheus) change in
     # place; the CRDs and the scrapers stay.
