@@ -1,7 +1,7 @@
 """The whole stack configuration, validated once before any resource is registered."""
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pulumi
@@ -12,6 +12,7 @@ from pydantic_core import ErrorDetails
 from components.gpu_operator_values import (
     NVIDIA_GPU,
     SUPPORTED_CHART_SERIES,
+    MigNotSupportedError,
     MigProfileError,
     validate_gpu_pools,
 )
@@ -200,12 +201,19 @@ def _node_pool_problems(config: StackConfig) -> list[ConfigProblem]:
         if pool.kind == "gpu":
             try:
                 validate_gpu_pools([pool.gpu_profile()], config.gpu_operator)
+            except MigNotSupportedError as exc:
+                # The root cause, said first: no other setting of the pool can make its GPUs partition.
+                profile = pool.mig.profile if pool.mig else None
+                operator_problem = ConfigProblem(
+                    f"{PROJECT}:nodePools[{index}].mig.profile", str(exc), profile, profile is not None
+                )
+                problems.append(operator_problem)
             except ValueError as exc:
                 operator_problem = ConfigProblem(f"{PROJECT}:nodePools[{index}]", str(exc))
         # The GPU cap's units come from what the operator makes of the pool: only once it accepts the pool.
         units = _gpu_units(pool, config) if operator_problem is None else None
         problems += pool.problems(f"{PROJECT}:nodePools[{index}]", units)
-        if operator_problem is not None:
+        if operator_problem is not None and operator_problem not in problems:
             problems.append(operator_problem)
     if not problems:
         try:
@@ -349,6 +357,7 @@ def config_warnings(config: StackConfig) -> list[str]:
 
 
 def _smoke_test_problems(config: StackConfig) -> list[ConfigProblem]:
+    """The smoke test must name a GPU pool with one GPU resource to request."""
     smoke = config.smoke_test
     if not smoke.enabled:
         return []
@@ -364,7 +373,13 @@ def _smoke_test_problems(config: StackConfig) -> list[ConfigProblem]:
         return [
             ConfigProblem(key, "names a CPU pool; the smoke test needs a GPU pool", smoke.node_pool, True)
         ]
-    if pool_gpu_resource(pool, config.gpu_operator) is None:
+    try:
+        # What the pool advertises is derived only once the operator accepts it.
+        validate_gpu_pools([pool.gpu_profile()], config.gpu_operator)
+        resource = pool_gpu_resource(pool, config.gpu_operator)
+    except ValueError:
+        return []  # the pool's own problem (`_node_pool_problems`, `_gpu_sharing_problems`) says why
+    if resource is None:
         return [
             ConfigProblem(
                 key,
@@ -432,15 +447,17 @@ def _observability_problems(config: StackConfig) -> list[ConfigProblem]:
 
 
 def _cross_section_problems(config: StackConfig) -> list[ConfigProblem]:
-    """Checks that span sections; each names the key to change."""
-    return (
-        _cluster_problems(config)
-        + _karpenter_replicas_problems(config)
-        + _gpu_operator_problems(config)
-        + _observability_problems(config)
-        + _node_pool_problems(config)
-        + _smoke_test_problems(config)
-    )
+    """Checks that span sections; each names the key to change. Every check returns its problems; a fact
+    that refuses the configuration by raising (a `ValueError` from `facts/` or a component's translation)
+    becomes a problem of the check's section too, so the user sees it listed, never as a traceback."""
+    problems: list[ConfigProblem] = []
+    for section, check in CROSS_SECTION_CHECKS:
+        try:
+            found = check(config)
+        except ValueError as exc:
+            found = [ConfigProblem(section_key(section), str(exc))]
+        problems += found
+    return problems
 
 
 def _cluster_problems(config: StackConfig) -> list[ConfigProblem]:
@@ -553,6 +570,17 @@ def _karpenter_replicas_problems(config: StackConfig) -> list[ConfigProblem]:
             )
         ]
     return []
+
+
+CROSS_SECTION_CHECKS: tuple[tuple[str, Callable[[StackConfig], list[ConfigProblem]]], ...] = (
+    ("cluster", _cluster_problems),
+    ("karpenter", _karpenter_replicas_problems),
+    ("gpuOperator", _gpu_operator_problems),
+    ("observability", _observability_problems),
+    ("nodePools", _node_pool_problems),
+    ("smokeTest", _smoke_test_problems),
+)
+"""The cross-section checks, each with the section its problems belong to, in the order they are listed."""
 
 
 def parse_stack_config(raw: Mapping[str, Any], secret_keys: frozenset[str] = frozenset()) -> StackConfig:
