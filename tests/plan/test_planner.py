@@ -297,6 +297,7 @@ def test_snapshot_states_carry_the_stacks_outputs(prod: ProgramRun) -> None:
     from_snapshot = state_of_snapshot(files["resources.yaml"], "snapshot", files["outputs.yaml"])
     assert from_snapshot.region == state_of_run(prod, "run").region == "us-west-2"
     assert pool_caps(from_snapshot) == pool_caps(state_of_run(prod, "run"))
+    assert any(r.delete_timeout for r in from_snapshot.resources.values())  # the training pool's
 
 
 @pytest.mark.parametrize("op", ["create", "delete"])

@@ -7,6 +7,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+import pytest
+
 from synth.plan import Plan, State, plan, state_of_run
 from synth.runner import run_program, stack_config
 from tests.conftest import stack_run
@@ -481,3 +483,182 @@ def test_first_up_after_node_classes_got_pool_names() -> None:
     assert len(result.of("delete")) == 2
     assert len(result.findings) == 2
     assert not result.blocking
+
+
+# --- changes `pulumi up` cannot carry out as planned (issue 24) ----------------------------------
+
+
+def between(stack: str, first: Callable[[Sections], None], second: Callable[[Sections], None]) -> Plan:
+    """The plan from the stack with `first` applied to the stack with `second` applied."""
+    states = []
+    for change in (first, second):
+        changed = sections(stack)
+        change(changed)
+        config = {k: v if k.startswith("aws:") else json.dumps(v) for k, v in changed.items()}
+        states.append(state_of_run(run_program(config, stack=stack), change.__name__))
+    return plan(*states)
+
+
+def blocking(result: Plan) -> list[str]:
+    return [f.message for f in result.findings if f.blocking]
+
+
+def test_a_new_vpc_cidr_is_refused_naming_the_key_and_the_way_to_do_it() -> None:
+    """The VPC and subnets are replaced create-first; the cluster cannot follow its subnets into another VPC,
+    the internet gateway cannot leave a VPC whose NAT addresses are still mapped, and a new NAT gateway
+    cannot take the Elastic IP the old one holds."""
+    result = transition("dev", lambda s: s["gpu-eks:network"].update(cidr="10.21.0.0/16"))
+    assert result.blocking
+    assert result.find("aws:ec2/vpc:Vpc", "network").op == "replace"  # type: ignore[union-attr]
+    cluster = result.find(CLUSTER, "cluster")
+    assert cluster is not None
+    assert (cluster.op, cluster.cascaded) == ("update", True)
+    assert "vpcId" in cluster.paths
+    messages = blocking(result)
+    assert any(
+        m.startswith(
+            "update eks:index:Cluster cluster changes vpcId, which moves the cluster's subnets to another VPC"
+        )
+        and "gpu-eks:network.cidr" in m
+        and "new stack" in m
+        for m in messages
+    ), messages
+    assert any(
+        m.startswith("update aws:ec2/internetGateway:InternetGateway network changes vpcId") for m in messages
+    )
+    assert any(
+        m.startswith(
+            "replace aws:ec2/natGateway:NatGateway network-us-west-2a creates the new one first with "
+            "the same allocationId"
+        )
+        for m in messages
+    )
+
+
+def test_moving_to_an_existing_vpc_is_refused_too() -> None:
+    def existing(s: Sections) -> None:
+        s["gpu-eks:network"] = {
+            "existing": {
+                "vpcId": "vpc-0123456789abcdef0",
+                "privateSubnetIds": ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"],
+            }
+        }
+
+    result = transition("dev", existing)
+    assert any(m.startswith("update eks:index:Cluster cluster changes vpcId") for m in blocking(result))
+
+
+def test_gpu_operator_namespace_change_replaces_its_release_delete_first_and_says_what_stops() -> None:
+    result = transition("dev", lambda s: s["gpu-eks:gpuOperator"].update(namespace="nvidia"))
+    assert not result.blocking
+    assert result.of("delete") == []
+    release = result.find(RELEASE, "gpu-operator")
+    assert release is not None
+    assert (release.op, release.because, release.delete_first) == ("replace", ("namespace",), True)
+    [finding] = result.findings
+    assert finding.message.startswith(
+        "replace kubernetes:helm.sh/v3:Release gpu-operator uninstalls the old release first: its "
+        "ClusterPolicy goes, and with it the operands on every GPU node"
+    )
+
+
+@pytest.mark.parametrize(
+    ("current", "target", "expected"),
+    [
+        ("1.35", "1.33", "EKS cannot downgrade a cluster's control plane: keep 1.35 (or move on to 1.36)"),
+        ("1.34", "1.36", "EKS upgrades a control plane one minor version at a time: set 1.35 first"),
+    ],
+)
+def test_kubernetes_version_moves_eks_refuses_are_blocking_and_name_the_next_version(
+    current: str, target: str, expected: str
+) -> None:
+    def version(value: str) -> Callable[[Sections], None]:
+        def move(s: Sections) -> None:
+            s["gpu-eks:cluster"]["kubernetesVersion"] = value
+
+        move.__name__ = f"kubernetes {value}"
+        return move
+
+    result = between("prod", version(current), version(target))
+    assert_nothing_replaced_or_deleted(result)
+    assert blocking(result) == [
+        f"update eks:index:Cluster cluster: gpu-eks:cluster.kubernetesVersion {current} -> {target}: "
+        + expected
+        + (f", run `pulumi up`, then move on to {target}" if "first" in expected else "")
+    ]
+
+
+def test_a_region_change_replaces_every_regional_resource_and_is_refused() -> None:
+    result = transition("dev", lambda s: s.update({"aws:region": "eu-west-1"}))
+    assert result.blocking
+    replaced = ops(result, "replace")
+    run = stack_run("dev")
+    regional = {
+        (r.type, r.name)
+        for r in run.resources
+        if r.type.startswith(("aws:", "eks:")) and not r.type.startswith("aws:iam/")
+    }
+    # Each is replaced, or (named after an availability zone of the old region) deleted, its counterpart in
+    # the new region's zones created.
+    assert regional <= replaced | ops(result, "delete")
+    assert {t for t, n in ops(result, "delete")} <= {t for t, n in ops(result, "create")}
+    assert all("us-west-2" in n for _, n in ops(result, "delete"))
+    assert not any(t.startswith("aws:iam/") for t, _ in replaced)  # IAM is global
+    # Everything in the cluster follows it.
+    assert {(r.type, r.name) for r in run.resources if r.type.startswith("kubernetes:")} <= replaced
+    moved = [s for s in result.of("replace") if s.region_move]
+    [message] = [m for m in blocking(result) if m.startswith("aws:region")]
+    zonal = [s for s in result.of("delete") if s.type.startswith("aws:")]
+    assert message.startswith(
+        f"aws:region us-west-2 -> eu-west-1: every regional resource is replaced ({len(moved)}, and "
+        f"{len(zonal)} named after the old region's zones deleted and created anew)"
+    )
+    assert "deploy one in eu-west-1" in message
+    # In another region the names are free: no collision is claimed for the regional replacements.
+    assert not any("collides" in m for m in blocking(result))
+
+
+def test_changing_a_pools_sharing_says_what_its_physical_gpu_cap_becomes() -> None:
+    fewer_slices = transition("dev", lambda s: pool(s, "gpu-inference").update(timeSlicing={"replicas": 2}))
+    assert [f.message for f in fewer_slices.findings] == [
+        "pool gpu-inference: its GPU cap goes from 4 GPUs (16 time-slices, 4 per GPU) to 8 GPUs (16 "
+        "time-slices, 2 per GPU): the pool may now hold more physical GPUs"
+    ]
+    assert not fewer_slices.blocking
+
+    def whole_gpus(s: Sections) -> None:
+        del pool(s, "gpu-inference")["timeSlicing"]
+
+    assert [f.message for f in transition("dev", whole_gpus).findings] == [
+        "pool gpu-inference: its GPU cap goes from 4 GPUs (16 time-slices, 4 per GPU) to 16 GPUs: the pool "
+        "may now hold more physical GPUs"
+    ]
+    # Raising the slices with the cap keeps the physical cap: nothing to call out.
+    same = transition(
+        "dev",
+        lambda s: pool(s, "gpu-inference").update(
+            timeSlicing={"replicas": 8}, limits={"nvidia.com/gpu": "32"}
+        ),
+    )
+    assert not any(f.message.startswith("pool gpu-inference") for f in same.findings)
+
+
+def test_removing_the_training_pool_says_how_long_its_drain_and_the_wait_may_take() -> None:
+    def remove(s: Sections) -> None:
+        s["gpu-eks:nodePools"] = [p for p in s["gpu-eks:nodePools"] if p["name"] != "gpu-training"]
+
+    result = transition("prod", remove)
+    [message] = [f.message for f in result.findings if f.message.startswith(f"delete {NODE_POOL}")]
+    assert message == (
+        f"delete {NODE_POOL} node-pools-gpu-training: Karpenter deletes every NodeClaim of the pool, "
+        "draining and terminating its nodes at once (disruption budgets do not apply); each drain waits up "
+        "to the pool's terminationGracePeriod (24h) for pods to leave, then terminates the node anyway. "
+        "`pulumi up` waits for the NodePool to be gone, which its NodeClaims hold until their nodes are, for "
+        "up to 24h10m"
+    )
+    inference = transition("prod", lambda s: s.update({"gpu-eks:nodePools": [pool(s, "gpu-training")]}))
+    [message] = [f.message for f in inference.findings if f.message.startswith(f"delete {NODE_POOL}")]
+    assert "with no terminationGracePeriod a drain waits as long as PodDisruptionBudgets" in message
+    assert message.endswith(
+        "for up to 10m (pulumi-kubernetes' default), then fails and the next `up` waits again"
+    )
