@@ -51,7 +51,6 @@ https://docs.aws.amazon.com/eks/latest/userguide/view-upgrade-policy.html; pulum
 EXTENDED default in its `upgrade_policy` docstring)."""
 
 
-
 def _minor(version: str) -> tuple[int, int]:
     major, minor = version.split(".")[:2]
     return int(major), int(minor)
