@@ -78,6 +78,26 @@ def control_plane_version_move(current: str, target: str) -> str | None:
     return None
 
 
+def node_group_release_parameter(ami_type: str, kubernetes_version: str) -> str:
+    """The SSM public parameter holding the release EKS recommends for a managed node group of `ami_type`
+    on `kubernetes_version` (`1.35`): the value a node group's `releaseVersion` takes (`1.35.6-20260714` for
+    AL2023, the Bottlerocket image version for Bottlerocket). The paths of
+    terraform-aws-modules/terraform-aws-eks `modules/eks-managed-node-group/main.tf`
+    (`ssm_ami_type_to_ssm_param`, b6ab9623); the EKS user guide, "Retrieve recommended Amazon Linux AMI IDs"
+    (https://docs.aws.amazon.com/eks/latest/userguide/retrieve-ami-id.html), and Bottlerocket's
+    (`/aws/service/bottlerocket/aws-k8s-<version>/<arch>/latest/image_version`)."""
+    family, _, arch = ami_type.partition("_")
+    ssm_arch = "arm64" if arch.startswith("ARM_64") else "x86_64"
+    if family == "BOTTLEROCKET":
+        return f"/aws/service/bottlerocket/aws-k8s-{kubernetes_version}/{ssm_arch}/latest/image_version"
+    if family == "AL2023" and arch.endswith("_STANDARD"):
+        return (
+            f"/aws/service/eks/optimized-ami/{kubernetes_version}/amazon-linux-2023/{ssm_arch}/standard/"
+            "recommended/release_version"
+        )
+    raise ValueError(f"no recommended-release parameter is known for amiType {ami_type}")
+
+
 # --- Control-plane logs ----------------------------------------------------------------------------------
 
 LOG_RETENTION_DAYS: Final[tuple[int, ...]] = (

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from synth import mocks
 from synth.plan import Plan, State, plan, state_of_run
 from synth.runner import run_program, stack_config
 from tests.conftest import stack_run
@@ -114,9 +115,25 @@ def test_kubernetes_minor_bump_moves_cluster_node_group_and_add_ons_together_in_
         for addon in ("coredns", "eks-pod-identity-agent", "kube-proxy", "vpc-cni")
     ] + [
         ("update", "aws:eks/addon:Addon", "storage-aws-ebs-csi-driver", ("addonVersion",)),
-        ("update", "aws:eks/nodeGroup:NodeGroup", "cluster-system", ("version",)),
+        # The recommended AMI release of the new minor comes with it (SSM's answer for 1.36).
+        ("update", "aws:eks/nodeGroup:NodeGroup", "cluster-system", ("releaseVersion", "version")),
         ("update", CLUSTER, "cluster", ("version",)),
     ]
+
+
+def test_a_new_recommended_system_node_release_is_an_update_of_the_node_group(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Between minors, the system nodes follow the AMI release EKS recommends (security fixes): when SSM
+    names a newer one, the plan shows it as an update of the node group's releaseVersion, nothing else."""
+    committed = state_of_run(stack_run("prod"), "Pulumi.prod.yaml")
+    monkeypatch.setitem(mocks._RECOMMENDED_RELEASES, "1.35", "1.35.7-20260801")
+    newer = state_of_run(run_program(stack_config("prod"), stack="prod"), "a newer recommended release")
+    result = plan(committed, newer)
+    assert [(s.op, s.type, s.name, s.because) for s in result.steps] == [
+        ("update", "aws:eks/nodeGroup:NodeGroup", "cluster-system", ("releaseVersion",))
+    ]
+    assert result.findings == ()
 
 
 def test_support_policy_and_log_retention_are_updates_of_their_resources() -> None:
