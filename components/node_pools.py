@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.custom_resources import api_version_aliases
 from components.gpu_operator_values import pool_node_labels
 from components.gpu_sharing import gpu_limits, pool_gpu_resource, slices_per_gpu
 from components.karpenter.iam import node_role_name
@@ -330,6 +331,7 @@ def karpenter_object(
             # Named objects: a replacement must delete the old one before creating the new one.
             delete_before_replace=True,
             custom_timeouts=pulumi.CustomTimeouts(delete=delete_timeout) if delete_timeout else None,
+            aliases=api_version_aliases(manifest["apiVersion"], manifest["kind"]),
         ),
     )
 

@@ -443,13 +443,24 @@ REPLACEMENT: Final[dict[str, Replacement]] = {
 
 
 def replacement_facts(type_token: str) -> Replacement:
-    """The facts for a type token; `KeyError` naming where to add them when there are none."""
-    try:
+    """The facts for a type token; `KeyError` naming where to add them when there are none. A Kubernetes
+    kind at another API version than the one listed (an aliased version move) has the facts of its kind:
+    pulumi-kubernetes decides by group and kind."""
+    if type_token in REPLACEMENT:
         return REPLACEMENT[type_token]
-    except KeyError:
-        raise KeyError(
-            f"no replacement facts for {type_token}: add its entry to facts/replacement.py REPLACEMENT"
-        ) from None
+    package, _, rest = type_token.partition(":")
+    group_version, _, kind = rest.rpartition(":")
+    group = group_version.rpartition("/")[0]
+    for token, facts in REPLACEMENT.items():
+        if (
+            package == "kubernetes"
+            and token.startswith(f"kubernetes:{group}/")
+            and token.endswith(f":{kind}")
+        ):
+            return facts
+    raise KeyError(
+        f"no replacement facts for {type_token}: add its entry to facts/replacement.py REPLACEMENT"
+    )
 
 
 # --- What a Helm release owns outside its namespace ----------------------------------------------------

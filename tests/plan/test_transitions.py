@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 
+from components import node_pools
+from components.karpenter_api import to_manifest
 from synth import mocks
 from synth.plan import Plan, State, plan, state_of_run
-from synth.runner import run_program, stack_config
+from synth.runner import ProgramRun, run_program, stack_config
 from tests.conftest import stack_run
 
 Sections = dict[str, Any]
@@ -679,3 +681,42 @@ def test_removing_the_training_pool_says_how_long_its_drain_and_the_wait_may_tak
     assert message.endswith(
         "for up to 10m (pulumi-kubernetes' default), then fails and the next `up` waits again"
     )
+
+
+OVERLAY = "kubernetes:karpenter.sh/v1alpha1:NodeOverlay"
+
+
+def test_a_custom_resources_api_version_move_is_an_update_in_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A future NodeOverlay `karpenter.sh/v1alpha1` -> `v1beta1`: the type token (and with it the URN)
+    changes, and the API-version aliases carry the state over, so `pulumi up` updates each overlay's
+    apiVersion instead of creating it again (a collision) and deleting the old one."""
+    committed = state_of_run(stack_run("dev"), "Pulumi.dev.yaml")
+    overlays = {r.name for r in committed.resources.values() if r.type == OVERLAY}
+    assert overlays
+
+    def bumped(obj: Any) -> dict[str, Any]:
+        manifest = to_manifest(obj)
+        if manifest["kind"] == "NodeOverlay":
+            manifest["apiVersion"] = "karpenter.sh/v1beta1"
+        return manifest
+
+    monkeypatch.setattr(node_pools, "to_manifest", bumped)
+    moved = state_of_run(run_program(stack_config("dev"), stack="dev"), "NodeOverlay v1beta1")
+    result = plan(committed, moved)
+    assert [(s.op, s.type, s.name, s.because) for s in result.steps] == [
+        ("update", OVERLAY.replace("v1alpha1", "v1beta1"), name, ("apiVersion",)) for name in sorted(overlays)
+    ]
+    # And back, when the bump is reverted.
+    assert {s.op for s in plan(moved, committed).steps} == {"update"}
+
+
+def test_every_custom_resource_carries_its_api_version_aliases(any_stack: ProgramRun) -> None:
+    custom = [r for r in any_stack.resources if r.type.startswith("kubernetes:") and "Release" not in r.type]
+    custom = [r for r in custom if "." in r.type.split(":")[1].split("/")[0] and "k8s.io" not in r.type]
+    assert custom
+    for resource in custom:
+        group, version = resource.type.split(":")[1].split("/")
+        kind = resource.type.rsplit(":", 1)[1]
+        aliased = {a.split("::")[-2].rsplit("$", 1)[-1] for a in resource.aliases}
+        assert f"kubernetes:{group}/v1beta1:{kind}" in aliased or version == "v1beta1", resource.name
+        assert f"kubernetes:{group}/{version}:{kind}" not in aliased
