@@ -55,6 +55,8 @@ CLUSTER = "eks:index:Cluster"
 RELEASE = "kubernetes:helm.sh/v3:Release"
 NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
 NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
+JOB = "kubernetes:batch/v1:Job"
+NODEPOOL_LABEL = "karpenter.sh/nodepool"
 CRITICAL_REPLACEMENTS = (CLUSTER, "aws:eks/nodeGroup:NodeGroup", "aws:iam/role:Role", "aws:sqs/queue:Queue")
 """Replacing one of these takes down the control plane, the system nodes, an identity or the interruption
 queue for a while: always worth a reviewer's explicit look."""
@@ -765,6 +767,23 @@ def _node_pool_deletion(old: Resource) -> str:
     )
 
 
+def _job_findings(change: Change) -> list[Finding]:
+    """Creating a Job runs it (and `pulumi up` waits for it); on a Karpenter pool that launches a node."""
+    findings = []
+    for key, step in change.of("create", "replace"):
+        if step.type != JOB:
+            continue
+        pool = _value(change.after.resources[key].inputs, "spec.template.spec.nodeSelector")
+        where = (
+            f" on a node Karpenter launches in pool {pool[NODEPOOL_LABEL]}"
+            if pool and NODEPOOL_LABEL in pool
+            else ""
+        )
+        again = " again" if step.op == "replace" else ""
+        findings.append(Finding(f"{_where(step)}: the Job runs{again}{where}, and `pulumi up` waits for it"))
+    return findings
+
+
 def _gpu_cap_findings(change: Change) -> list[Finding]:
     """A pool that shares its GPUs caps slices: a new sharing ratio moves its physical GPU cap even where
     `limits.nvidia.com/gpu` stays."""
@@ -790,6 +809,7 @@ FINDINGS: tuple[Callable[[Change], list[Finding]], ...] = (
     _refused_update_findings,
     _deletion_findings,
     _karpenter_findings,
+    _job_findings,
     _gpu_cap_findings,
 )
 """The rules a plan is read with, in the order their findings are listed (blocking ones first)."""

@@ -26,15 +26,17 @@ def test_from_config_plans_against_another_stack_file(
     older.write_text(yaml.safe_dump(document))
     assert main(["plan", "dev", "--from-config", str(older), "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == [
+        # The smoke test is named after the nodes it runs on: it runs again on the new AMI.
+        {"op": "replace", "type": "kubernetes:batch/v1:Job", "name": "smoke-test"},
         {
             "op": "update",
             "type": "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass",
             "name": "node-pools-class-gpu-inference",
-        }
+        },
     ]
     assert main(["plan", "dev", "--from-config", str(older), "--markdown"]) == 0
     markdown = capsys.readouterr().out
-    assert markdown.startswith("### `dev`: 0 to create, 1 to update, 0 to replace, 0 to delete")
+    assert markdown.startswith("### `dev`: 0 to create, 1 to update, 1 to replace, 0 to delete")
     assert (
         "| update | `kubernetes:karpenter.k8s.aws/v1:EC2NodeClass` | `node-pools-class-gpu-inference` |"
         in markdown

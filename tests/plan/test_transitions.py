@@ -76,12 +76,30 @@ def pool(sections: Sections, name: str) -> dict[str, Any]:
 # --- AMI and node settings ----------------------------------------------------------------------
 
 
-def test_ami_bump_updates_the_node_class_in_place() -> None:
+SMOKE_JOB = ("kubernetes:batch/v1:Job", "smoke-test")
+
+
+def test_ami_bump_updates_the_node_class_in_place_and_runs_the_smoke_test_again() -> None:
     result = transition("dev", lambda s: pool(s, "gpu-inference").update(ami="al2023@v20260801"))
-    [step] = result.steps
-    assert (step.op, step.type, step.name) == ("update", NODE_CLASS, "node-pools-class-gpu-inference")
-    assert step.because == ("spec.amiSelectorTerms[0].alias",)
-    assert result.findings == ()  # Karpenter rolls the pool's nodes by drift, within its budgets
+    job, node_class = result.steps  # replacements are listed first
+    assert (node_class.op, node_class.type, node_class.name) == (
+        "update",
+        NODE_CLASS,
+        "node-pools-class-gpu-inference",
+    )
+    assert node_class.because == ("spec.amiSelectorTerms[0].alias",)
+    # Karpenter rolls the pool's nodes by drift, within its budgets; the smoke test, named after what it
+    # tests, proves the new AMI on a new node.
+    assert ((job.type, job.name), job.op, job.because) == (SMOKE_JOB, "replace", ("metadata.name",))
+    assert [f.message for f in result.findings] == [
+        "replace kubernetes:batch/v1:Job smoke-test: the Job runs again on a node Karpenter launches in pool "
+        "gpu-inference, and `pulumi up` waits for it"
+    ]
+
+
+def test_a_change_the_smoke_test_does_not_test_leaves_its_finished_job_alone() -> None:
+    result = transition("dev", lambda s: pool(s, "gpu-inference")["limits"].update({"cpu": "512"}))
+    assert [(s.op, s.name) for s in result.steps] == [("update", "node-pools-gpu-inference")]
 
 
 def test_ami_bump_of_one_pool_leaves_the_other_pools_alone() -> None:
@@ -574,7 +592,12 @@ def test_gpu_operator_namespace_change_replaces_its_release_delete_first_and_say
     release = result.find(RELEASE, "gpu-operator")
     assert release is not None
     assert (release.op, release.because, release.delete_first) == ("replace", ("namespace",), True)
-    [finding] = result.findings
+    assert ops(result, "replace") == {
+        (RELEASE, "gpu-operator"),
+        ("kubernetes:core/v1:Namespace", "gpu-operator"),
+        SMOKE_JOB,  # the smoke test proves the reinstalled operator
+    }
+    finding = result.findings[0]
     assert finding.message.startswith(
         "replace kubernetes:helm.sh/v3:Release gpu-operator uninstalls the old release first: its "
         "ClusterPolicy goes, and with it the operands on every GPU node"
@@ -638,8 +661,11 @@ def test_a_region_change_replaces_every_regional_resource_and_is_refused() -> No
 
 
 def test_changing_a_pools_sharing_says_what_its_physical_gpu_cap_becomes() -> None:
+    def caps(result: Plan) -> list[str]:
+        return [f.message for f in result.findings if f.message.startswith("pool ")]
+
     fewer_slices = transition("dev", lambda s: pool(s, "gpu-inference").update(timeSlicing={"replicas": 2}))
-    assert [f.message for f in fewer_slices.findings] == [
+    assert caps(fewer_slices) == [
         "pool gpu-inference: its GPU cap goes from 4 GPUs (16 time-slices, 4 per GPU) to 8 GPUs (16 "
         "time-slices, 2 per GPU): the pool may now hold more physical GPUs"
     ]
@@ -648,7 +674,7 @@ def test_changing_a_pools_sharing_says_what_its_physical_gpu_cap_becomes() -> No
     def whole_gpus(s: Sections) -> None:
         del pool(s, "gpu-inference")["timeSlicing"]
 
-    assert [f.message for f in transition("dev", whole_gpus).findings] == [
+    assert caps(transition("dev", whole_gpus)) == [
         "pool gpu-inference: its GPU cap goes from 4 GPUs (16 time-slices, 4 per GPU) to 16 GPUs: the pool "
         "may now hold more physical GPUs"
     ]
@@ -659,7 +685,7 @@ def test_changing_a_pools_sharing_says_what_its_physical_gpu_cap_becomes() -> No
             timeSlicing={"replicas": 8}, limits={"nvidia.com/gpu": "32"}
         ),
     )
-    assert not any(f.message.startswith("pool gpu-inference") for f in same.findings)
+    assert caps(same) == []
 
 
 def test_removing_the_training_pool_says_how_long_its_drain_and_the_wait_may_take() -> None:
