@@ -2,6 +2,8 @@
 
 import json
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 import pulumi
@@ -41,7 +43,9 @@ from config.observability import ObservabilityConfig
 from config.smoke_test import SmokeTestConfig
 from config.types import AwsProfile, AwsRegion, documentation_range
 from facts.aws_provider import provider_config_keys
+from facts.instance_types import instance_types
 from facts.partitions import Partition, partition_of_arn, partition_of_region
+from facts.system_pods import GPU_NODE_GUARD, NFD_WORKER, SYSTEM_DEPLOYMENTS, PodRequests
 
 
 class StackConfig(ConfigModel):
@@ -572,9 +576,125 @@ def _karpenter_replicas_problems(config: StackConfig) -> list[ConfigProblem]:
     return []
 
 
+@dataclass(frozen=True)
+class _SystemWorkload:
+    """Pods that must run on the system nodes."""
+
+    pod: PodRequests
+    replicas: int = 1
+    keys: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    """Resource -> (config key, value as written) of the requests the stack sets; without one, the system
+    nodes' instance type is what to change."""
+
+
+def _set_keys(section: tuple[str, ...], settings: ConfigModel, fields: Mapping[str, str]) -> dict[str, Any]:
+    """(key, value) of the settings' `fields` (resource -> field) that the stack file sets."""
+    return {
+        resource: (
+            config_key((*section, type(settings).model_fields[name].alias or name)),
+            getattr(settings, name),
+        )
+        for resource, name in fields.items()
+        if name in settings.model_fields_set
+    }
+
+
+def _system_workloads(config: StackConfig) -> list[_SystemWorkload]:
+    """What runs on the system node group: the Karpenter controller (one replica per node), the GPU
+    Operator's controller and NFD (always installed), the GPU node guard (with GPU pools) and Prometheus (with
+    an observability backend)."""
+    karpenter = config.karpenter.controller_resources
+    requests = {"cpu": "cpu", "memory": "memory"}
+    workloads = [
+        _SystemWorkload(
+            PodRequests.of("the Karpenter controller", karpenter.cpu, karpenter.memory),
+            # More replicas than minSize are refused by `_karpenter_replicas_problems` already.
+            min(config.karpenter.replicas, config.cluster.system_nodes.min_size),
+            _set_keys(("karpenter", "controllerResources"), karpenter, requests),
+        ),
+        *(_SystemWorkload(pod) for pod in SYSTEM_DEPLOYMENTS),
+        *([_SystemWorkload(GPU_NODE_GUARD)] if config.gpu_pools else []),
+    ]
+    if config.observability.enabled:
+        prometheus = config.observability.prometheus
+        workloads.append(
+            _SystemWorkload(
+                PodRequests.of("Prometheus", prometheus.cpu, prometheus.memory),
+                keys=_set_keys(("observability", "prometheus"), prometheus, requests),
+            )
+        )
+    return workloads
+
+
+def _quantity(value: Decimal, resource: str) -> str:
+    """`1.93` cores -> `1930m`, bytes -> `6903Mi`: as `kubectl describe node` shows allocatable."""
+    return f"{value * 1000:.0f}m" if resource == "cpu" else f"{value / 1024**2:.0f}Mi"
+
+
+def _system_node_problems(config: StackConfig) -> list[ConfigProblem]:
+    """Every pod that must run on the system nodes fits on the smallest of their instance types (its
+    allocatable from `facts.instance_types`, less the DaemonSet pod every node runs), and together they fit
+    on the group at its minimum size. Instance types outside the Karpenter reference are not checked."""
+    nodes = config.cluster.system_nodes
+    known = [(i, instance_types()[t]) for i, t in enumerate(nodes.instance_types) if t in instance_types()]
+    if not known:
+        return []
+    workloads = _system_workloads(config)
+    problems = []
+    room: dict[str, Decimal] = {}
+    for resource in ("cpu", "memory"):
+        index, smallest = min(known, key=lambda item: getattr(item[1], resource))
+        allocatable = getattr(smallest, resource)
+        room[resource] = allocatable - getattr(NFD_WORKER, resource)
+        for workload in workloads:
+            need = getattr(workload.pod, resource)
+            if need <= room[resource]:
+                continue
+            key, value = workload.keys.get(
+                resource, (config_key(("cluster", "systemNodes", "instanceTypes", index)), smallest.name)
+            )
+            problems.append(
+                ConfigProblem(
+                    key,
+                    f"{workload.pod.workload} requests {_quantity(need, resource)} of {resource}, more "
+                    f"than a {smallest.name} system node can give it ({_quantity(allocatable, resource)} "
+                    f"allocatable, {_quantity(room[resource], resource)} after {NFD_WORKER.workload} every "
+                    "node runs), so it would stay Pending; "
+                    + ("lower it, or choose " if resource in workload.keys else "choose ")
+                    + "larger gpu-eks:cluster.systemNodes.instanceTypes",
+                    value,
+                    True,
+                )
+            )
+    if problems:
+        return problems
+    for resource in ("cpu", "memory"):
+        total = sum((getattr(w.pod, resource) * w.replicas for w in workloads), Decimal(0))
+        if total <= room[resource] * nodes.min_size:
+            continue
+        listed = ", ".join(
+            f"{w.pod.workload} {_quantity(getattr(w.pod, resource), resource)}"
+            + (f" x {w.replicas}" if w.replicas > 1 else "")
+            for w in workloads
+        )
+        capacity = _quantity(room[resource] * nodes.min_size, resource)
+        problems.append(
+            ConfigProblem(
+                config_key(("cluster", "systemNodes", "minSize")),
+                f"{nodes.min_size} system nodes can give {capacity} of {resource} to what must run there "
+                f"({listed}: {_quantity(total, resource)}), before counting CoreDNS and the EKS add-ons; "
+                "raise minSize or choose larger instanceTypes",
+                nodes.min_size,
+                True,
+            )
+        )
+    return problems
+
+
 CROSS_SECTION_CHECKS: tuple[tuple[str, Callable[[StackConfig], list[ConfigProblem]]], ...] = (
     ("cluster", _cluster_problems),
     ("karpenter", _karpenter_replicas_problems),
+    ("cluster", _system_node_problems),
     ("gpuOperator", _gpu_operator_problems),
     ("observability", _observability_problems),
     ("nodePools", _node_pool_problems),
