@@ -57,6 +57,9 @@ NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
 NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
 JOB = "kubernetes:batch/v1:Job"
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
+REQUIREMENTS = "spec.template.spec.requirements"
+INSTANCE_TYPE = "node.kubernetes.io/instance-type"
+INSTANCE_FAMILY = "karpenter.k8s.aws/instance-family"
 CRITICAL_REPLACEMENTS = (CLUSTER, "aws:eks/nodeGroup:NodeGroup", "aws:iam/role:Role", "aws:sqs/queue:Queue")
 """Replacing one of these takes down the control plane, the system nodes, an identity or the interruption
 queue for a while: always worth a reviewer's explicit look."""
@@ -784,6 +787,35 @@ def _job_findings(change: Change) -> list[Finding]:
     return findings
 
 
+def _offering_findings(change: Change) -> list[Finding]:
+    """Whether the region offers a pool's instance types is not known offline (no per-region offering table
+    could be sourced: EC2 answers DescribeInstanceTypeOfferings per account and region only), so say so
+    where it matters: a new pool, new instance requirements, a new region."""
+    region = change.after.region
+    findings = []
+    for key, step in change.of("create", "update", "replace"):
+        if step.type != NODE_POOL or region is None:
+            continue
+        moved = step.op != "update" or any(p.startswith(REQUIREMENTS) for p in step.paths)
+        if not moved:
+            continue
+        requirements = _value(change.after.resources[key].inputs, REQUIREMENTS) or []
+        chosen = {r["key"]: r.get("values", []) for r in requirements if r.get("operator") == "In"}
+        patterns = chosen.get(INSTANCE_TYPE) or [f"{f}.*" for f in chosen.get(INSTANCE_FAMILY, [])]
+        if not patterns:
+            continue
+        findings.append(
+            Finding(
+                f"{_where(step)}: whether {region} offers the pool's instance types "
+                f"({', '.join(patterns)}) is not checked (no per-region offering table can be had "
+                f"offline); `aws ec2 describe-instance-type-offerings --region {region} --location-type "
+                f"availability-zone --filters Name=instance-type,Values={','.join(patterns)}` lists the "
+                "zones that do"
+            )
+        )
+    return findings
+
+
 def _gpu_cap_findings(change: Change) -> list[Finding]:
     """A pool that shares its GPUs caps slices: a new sharing ratio moves its physical GPU cap even where
     `limits.nvidia.com/gpu` stays."""
@@ -810,6 +842,7 @@ FINDINGS: tuple[Callable[[Change], list[Finding]], ...] = (
     _deletion_findings,
     _karpenter_findings,
     _job_findings,
+    _offering_findings,
     _gpu_cap_findings,
 )
 """The rules a plan is read with, in the order their findings are listed (blocking ones first)."""
