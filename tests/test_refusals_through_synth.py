@@ -23,6 +23,11 @@ PROGRAM = ("__main__.py", "Pulumi.yaml", "components", "config", "contract", "fa
 GPU_POOL: dict[str, Any] = {"name": "gpu", "instanceFamilies": ["g6"], "limits": {"nvidia.com/gpu": "4"}}
 P4D_POOL: dict[str, Any] = {**GPU_POOL, "instanceFamilies": ["p4d"], "limits": {"nvidia.com/gpu": "56"}}
 ROLE = "arn:aws:iam::111122223333:role/platform-admin"
+MIXED_MIG: dict[str, Any] = {
+    "nodePools": [{**P4D_POOL, "mig": {"profile": "all-balanced"}, "limits": {"nvidia.com/gpu": "8"}}],
+    "gpuOperator": {"mig": {"strategy": "mixed"}},
+}
+"""A pool of 1g, 2g and 3g MIG devices at once (several resources under the mixed strategy)."""
 
 
 def stack(**sections: Any) -> dict[str, Any]:
@@ -182,11 +187,7 @@ CASES: dict[str, tuple[dict[str, Any] | str, str, str | None]] = {
         "_node_pool_problems",
     ),
     "mixed-mig-without-overlays": (
-        stack(
-            nodePools=[{**P4D_POOL, "mig": {"profile": "all-balanced"}, "limits": {"nvidia.com/gpu": "8"}}],
-            gpuOperator={"mig": {"strategy": "mixed"}},
-            karpenter={"gpuSharingOverlays": False},
-        ),
+        stack(**MIXED_MIG, karpenter={"gpuSharingOverlays": False}),
         "gpu-eks:karpenter.gpuSharingOverlays",
         "_node_pool_problems",
     ),
@@ -212,11 +213,7 @@ CASES: dict[str, tuple[dict[str, Any] | str, str, str | None]] = {
         "_smoke_test_problems",
     ),
     "smoke-test-mixed-mig": (
-        stack(
-            nodePools=[{**P4D_POOL, "mig": {"profile": "all-balanced"}, "limits": {"nvidia.com/gpu": "8"}}],
-            gpuOperator={"mig": {"strategy": "mixed"}},
-            smokeTest={"enabled": True, "nodePool": "gpu"},
-        ),
+        stack(**MIXED_MIG, smokeTest={"enabled": True, "nodePool": "gpu"}),
         "gpu-eks:smokeTest.nodePool",
         "_smoke_test_problems",
     ),
