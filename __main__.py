@@ -139,6 +139,8 @@ if config.smoke_test.enabled and config.smoke_test.node_pool:
         config=config.smoke_test,
         pool=next(p for p in config.node_pools if p.name == config.smoke_test.node_pool),
         gpu_operator=config.gpu_operator,
+        kubernetes_version=config.cluster.kubernetes_version,
+        cluster_name=config.cluster.name,
         provider=cluster.provider,
         depends_on=[node_pools.node_pools[config.smoke_test.node_pool], gpu_operator.release],
     )

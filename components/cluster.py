@@ -28,6 +28,7 @@ from facts.eks import (
     VPC_CNI,
     cluster_access_policy_arn,
     control_plane_log_group,
+    node_group_release_parameter,
 )
 from facts.partitions import Partition
 
@@ -407,6 +408,12 @@ class Cluster(pulumi.ComponentResource):
             cluster_name=self.name,
             # Follows the control plane: EKS refuses the next minor upgrade while a node group lags.
             version=config.kubernetes_version,
+            # The AMI release EKS recommends for that minor, so a new one (security fixes between minors)
+            # is a reviewed `releaseVersion` line of the preview, rolled out as an update of the group.
+            release_version=aws.ssm.get_parameter_output(
+                name=node_group_release_parameter(nodes.ami_type, config.kubernetes_version),
+                opts=pulumi.InvokeOutputOptions(parent=self),
+            ).insecure_value,
             node_role_arn=node_role.arn,
             subnet_ids=node_subnet_ids,
             instance_types=list(nodes.instance_types),

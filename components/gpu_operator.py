@@ -117,6 +117,10 @@ class GpuOperator(pulumi.ComponentResource):
                 # launches before the operator is ready just wait for the device plugin (Karpenter does not
                 # consolidate a node before nvidia.com/gpu is allocatable), so the two install in parallel.
                 depends_on=[cluster.system_node_group, *([monitoring_crds] if monitoring_crds else [])],
+                # A namespace change replaces the release. The old one owns cluster-scoped objects
+                # (ClusterRoles and their bindings, the ClusterPolicy, NodeFeatureRules), which Helm lets no
+                # other release install: the old release must be gone first (facts.replacement.CHARTS).
+                delete_before_replace=True,
             ),
         )
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.custom_resources import api_version_aliases
 from components.gpu_operator_values import pool_node_labels
 from components.karpenter.iam import node_role_name
 from components.karpenter_api import (
@@ -42,8 +43,10 @@ from components.network import DISCOVERY_TAG
 from components.node_user_data import al2023_user_data
 from config.gpu_operator import GpuOperatorConfig
 from config.node_pools import CPU_POOL_CATEGORIES, CPU_POOL_MIN_GENERATION, NodePoolConfig
+from config.types import duration_seconds
 from contract import GpuPool, Toleration
 from contract import Taint as ContractTaint
+from facts.replacement import K8S_DEFAULT_DELETE_TIMEOUT_SECONDS
 from pools.sharing import gpu_limits, pool_gpu_resource, slices_per_gpu
 
 POOL_LABEL = "gpu-eks.io/pool"
@@ -283,6 +286,7 @@ class NodePools(pulumi.ComponentResource):
                 parent=self,
                 provider=provider,
                 depends_on=[node_class, *karpenter],
+                delete_timeout=node_pool_delete_timeout(item.node_pool),
             )
         self.register_outputs(
             {
@@ -292,6 +296,17 @@ class NodePools(pulumi.ComponentResource):
         )
 
 
+def node_pool_delete_timeout(pool: NodePool) -> str | None:
+    """How long `pulumi up` waits for a deleted NodePool to be gone: its `terminationGracePeriod` (the
+    longest a drain of its nodes may take; Karpenter drains them all at once) plus pulumi-kubernetes' own
+    default wait, for the instances to terminate. None without a grace period: a drain is then unbounded,
+    and the default (10 minutes) stands."""
+    grace = pool.spec.template.spec.termination_grace_period
+    if grace is None:
+        return None
+    return f"{duration_seconds(grace) + K8S_DEFAULT_DELETE_TIMEOUT_SECONDS}s"
+
+
 def karpenter_object(
     logical_name: str,
     obj: KarpenterModel,
@@ -299,6 +314,7 @@ def karpenter_object(
     parent: pulumi.Resource,
     provider: k8s.Provider,
     depends_on: list[pulumi.Resource],
+    delete_timeout: str | None = None,
 ) -> k8s.apiextensions.CustomResource:
     """A Karpenter custom resource (NodePool, EC2NodeClass, NodeOverlay) from its typed model."""
     manifest = to_manifest(obj)
@@ -314,6 +330,8 @@ def karpenter_object(
             depends_on=depends_on,
             # Named objects: a replacement must delete the old one before creating the new one.
             delete_before_replace=True,
+            custom_timeouts=pulumi.CustomTimeouts(delete=delete_timeout) if delete_timeout else None,
+            aliases=api_version_aliases(manifest["apiVersion"], manifest["kind"]),
         ),
     )
 

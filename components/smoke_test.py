@@ -2,18 +2,25 @@
 Karpenter launches a GPU node for it, the GPU Operator makes `nvidia.com/gpu` allocatable, the job runs a
 CUDA check and finishes, and Kubernetes deletes it so Karpenter can consolidate the node away."""
 
-from collections.abc import Sequence
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.karpenter_api import to_manifest
+from components.node_pools import pool_objects
 from config.gpu_operator import GpuOperatorConfig
 from config.node_pools import NodePoolConfig
 from config.smoke_test import SmokeTestConfig
 from pools.sharing import pool_gpu_resource
 
 JOB_NAME = "cuda-smoke-test"
+"""The Job's name prefix and its pods' `app.kubernetes.io/name` label."""
+DIGEST_LENGTH = 10
+"""Hex digits of `tested_digest` in the Job's name (`cuda-smoke-test-0123456789`)."""
 RUN_AS = 65534
 """`nobody`: the image needs no user of its own, and a UID above 10000 matches no host account."""
 POD_SECURITY = {
@@ -56,10 +63,40 @@ def smoke_network_policy(config: SmokeTestConfig) -> dict[str, Any]:
     }
 
 
+def tested_digest(
+    pod_template: Mapping[str, Any],
+    pool: NodePoolConfig,
+    *,
+    gpu_operator: GpuOperatorConfig,
+    kubernetes_version: str,
+    cluster_name: str,
+) -> str:
+    """A digest of what the smoke test tests: its pod (image, command, what it requests and tolerates), the
+    nodes the pool launches (its EC2NodeClass and NodePool template: AMI, volumes, kubelet, user data,
+    requirements, taints, labels), the GPU Operator's settings and the Kubernetes version. Not the pool's
+    limits or disruption, nor the Job's deadline or TTL: they change nothing the test proves."""
+    (objects,) = pool_objects([pool], cluster_name=cluster_name, tags={}, gpu_operator=gpu_operator)
+    tested = {
+        "pod": pod_template,
+        "nodeClass": to_manifest(objects.node_class)["spec"],
+        "nodeTemplate": to_manifest(objects.node_pool)["spec"]["template"],
+        "gpuOperator": gpu_operator.model_dump(mode="json", by_alias=True),
+        "kubernetesVersion": kubernetes_version,
+    }
+    return hashlib.sha256(json.dumps(tested, sort_keys=True).encode()).hexdigest()
+
+
 def smoke_job(
-    pool: NodePoolConfig, config: SmokeTestConfig, *, gpu_operator: GpuOperatorConfig
+    pool: NodePoolConfig,
+    config: SmokeTestConfig,
+    *,
+    gpu_operator: GpuOperatorConfig,
+    kubernetes_version: str,
+    cluster_name: str,
 ) -> dict[str, Any]:
-    """The Job manifest: pinned to the pool, tolerating its taints, asking for one GPU (or slice)."""
+    """The Job manifest: pinned to the pool, tolerating its taints, asking for one GPU (or slice). Named
+    `cuda-smoke-test-<digest>` after what it tests (`tested_digest`): the Job is replaced, so the test runs
+    again, exactly when one of those changes; otherwise the finished Job stays as it is."""
     resource = pool_gpu_resource(pool, gpu_operator)
     if resource is None:
         raise ValueError(
@@ -91,38 +128,48 @@ def smoke_job(
     }
     if config.command:
         container["command"] = list(config.command)
+    template = {
+        "metadata": {"labels": {"app.kubernetes.io/name": JOB_NAME}},
+        "spec": {
+            "restartPolicy": "Never",
+            "automountServiceAccountToken": False,  # it never talks to the API server
+            "securityContext": {
+                "runAsNonRoot": True,
+                "runAsUser": RUN_AS,
+                "runAsGroup": RUN_AS,
+                "seccompProfile": {"type": "RuntimeDefault"},
+            },
+            "nodeSelector": {"karpenter.sh/nodepool": pool.name},
+            "tolerations": [t.toleration() for t in pool.effective_taints],
+            "containers": [container],
+            "volumes": [{"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}],
+        },
+    }
+    digest = tested_digest(
+        template,
+        pool,
+        gpu_operator=gpu_operator,
+        kubernetes_version=kubernetes_version,
+        cluster_name=cluster_name,
+    )
+    spec: dict[str, Any] = {
+        # Retries cover a spot interruption mid-run; the deadline covers node launch and image pull.
+        "backoffLimit": 2,
+        "activeDeadlineSeconds": config.timeout_seconds,
+        "template": template,
+    }
+    if config.ttl_seconds_after_finished is not None:
+        spec["ttlSecondsAfterFinished"] = config.ttl_seconds_after_finished
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {
-            "name": JOB_NAME,
+            "name": f"{JOB_NAME}-{digest[:DIGEST_LENGTH]}",
             "namespace": config.namespace,
             "labels": {"app.kubernetes.io/name": JOB_NAME, "app.kubernetes.io/managed-by": "gpu-eks"},
             "annotations": CHECKOV_SKIPS,
         },
-        "spec": {
-            # Retries cover a spot interruption mid-run; the deadline covers node launch and image pull.
-            "backoffLimit": 2,
-            "activeDeadlineSeconds": config.timeout_seconds,
-            "ttlSecondsAfterFinished": config.ttl_seconds_after_finished,
-            "template": {
-                "metadata": {"labels": {"app.kubernetes.io/name": JOB_NAME}},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "automountServiceAccountToken": False,  # it never talks to the API server
-                    "securityContext": {
-                        "runAsNonRoot": True,
-                        "runAsUser": RUN_AS,
-                        "runAsGroup": RUN_AS,
-                        "seccompProfile": {"type": "RuntimeDefault"},
-                    },
-                    "nodeSelector": {"karpenter.sh/nodepool": pool.name},
-                    "tolerations": [t.toleration() for t in pool.effective_taints],
-                    "containers": [container],
-                    "volumes": [{"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}],
-                },
-            },
-        },
+        "spec": spec,
     }
 
 
@@ -138,14 +185,23 @@ class SmokeTest(pulumi.ComponentResource):
         config: SmokeTestConfig,
         pool: NodePoolConfig,
         gpu_operator: GpuOperatorConfig,
+        kubernetes_version: str,
+        cluster_name: str,
         provider: k8s.Provider,
         depends_on: Sequence[pulumi.Resource],
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         """`depends_on`: the pool's NodePool and the GPU Operator release. The job is then created after
-        them and, on `pulumi destroy`, deleted before them."""
+        them and, on `pulumi destroy`, deleted before them. `kubernetes_version` and `cluster_name` (with
+        the pool and the operator) say what the test tests, and so name the Job."""
         super().__init__("gpu-eks:smoke_test:SmokeTest", name, None, opts)
-        manifest = smoke_job(pool, config, gpu_operator=gpu_operator)
+        manifest = smoke_job(
+            pool,
+            config,
+            gpu_operator=gpu_operator,
+            kubernetes_version=kubernetes_version,
+            cluster_name=cluster_name,
+        )
         namespace = k8s.core.v1.Namespace(
             name,
             metadata=smoke_namespace(config)["metadata"],

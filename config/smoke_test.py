@@ -20,7 +20,7 @@ Kubernetes pulls by the digest; the tag only tells a reader what it is."""
 
 class SmokeTestConfig(ConfigModel):
     """A Kubernetes Job on one GPU pool: Karpenter launches a node, the GPU Operator makes the GPU usable,
-    the job runs a CUDA check, finishes and is deleted so Karpenter can consolidate the node away."""
+    the job runs a CUDA check and finishes, and Karpenter consolidates the empty node away."""
 
     enabled: Flag = False
     """Declare the job (`pulumi up` then waits for it to succeed)."""
@@ -35,8 +35,11 @@ class SmokeTestConfig(ConfigModel):
     """Namespace created for the job."""
     timeout_seconds: WholeNumber = Field(default=1800, ge=300, le=7200)
     """Deadline of the job: node launch, image pull and GPU Operator setup take several minutes."""
-    ttl_seconds_after_finished: WholeNumber = Field(default=600, ge=0)
-    """How long the finished job (and its pod) stay for `kubectl logs` before Kubernetes deletes them."""
+    ttl_seconds_after_finished: WholeNumber | None = Field(default=None, ge=0)
+    """Unset (the default): the finished Job stays, so `pulumi refresh` finds it and the test runs again only
+    when what it tests changes (the pool's nodes, the GPU Operator, the Kubernetes version, the check
+    itself: they name the Job). Set: Kubernetes deletes the finished Job after that many seconds, and every
+    later `pulumi refresh` (or `up --refresh`) sees it gone and runs it again, on a new GPU node."""
 
     @model_validator(mode="after")
     def _pool_when_enabled(self) -> Self:

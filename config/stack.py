@@ -1,8 +1,9 @@
 """The whole stack configuration, validated once before any resource is registered."""
 
 import json
-from collections.abc import Mapping
-from dataclasses import replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
 from typing import Any
 
 import pulumi
@@ -13,6 +14,7 @@ from pydantic_core import ErrorDetails
 from components.gpu_operator_values import (
     NVIDIA_GPU,
     SUPPORTED_CHART_SERIES,
+    MigNotSupportedError,
     MigProfileError,
     validate_gpu_pools,
 )
@@ -42,8 +44,10 @@ from config.production import production_stacks
 from config.smoke_test import SmokeTestConfig
 from config.types import AwsProfile, AwsRegion, documentation_range
 from facts.aws_provider import provider_config_keys
+from facts.instance_types import instance_types
 from facts.partitions import Partition, partition_of_arn, partition_of_region
 from facts.placeholders import documentation_account
+from facts.system_pods import GPU_NODE_GUARD, NFD_WORKER, SYSTEM_DEPLOYMENTS, PodRequests
 from pools.sharing import gpu_limit_units, gpu_limits, pool_gpu_resource, sharing_capacity
 
 
@@ -204,12 +208,19 @@ def _node_pool_problems(config: StackConfig) -> list[ConfigProblem]:
         if pool.kind == "gpu":
             try:
                 validate_gpu_pools([pool.gpu_profile()], config.gpu_operator)
+            except MigNotSupportedError as exc:
+                # The root cause, said first: no other setting of the pool can make its GPUs partition.
+                profile = pool.mig.profile if pool.mig else None
+                operator_problem = ConfigProblem(
+                    f"{PROJECT}:nodePools[{index}].mig.profile", str(exc), profile, profile is not None
+                )
+                problems.append(operator_problem)
             except ValueError as exc:
                 operator_problem = ConfigProblem(f"{PROJECT}:nodePools[{index}]", str(exc))
         # The GPU cap's units come from what the operator makes of the pool: only once it accepts the pool.
         units = _gpu_units(pool, config) if operator_problem is None else None
         problems += pool.problems(f"{PROJECT}:nodePools[{index}]", units)
-        if operator_problem is not None:
+        if operator_problem is not None and operator_problem not in problems:
             problems.append(operator_problem)
     if not problems:
         try:
@@ -378,6 +389,7 @@ def config_warnings(config: StackConfig) -> list[str]:
 
 
 def _smoke_test_problems(config: StackConfig) -> list[ConfigProblem]:
+    """The smoke test must name a GPU pool with one GPU resource to request."""
     smoke = config.smoke_test
     if not smoke.enabled:
         return []
@@ -393,7 +405,13 @@ def _smoke_test_problems(config: StackConfig) -> list[ConfigProblem]:
         return [
             ConfigProblem(key, "names a CPU pool; the smoke test needs a GPU pool", smoke.node_pool, True)
         ]
-    if pool_gpu_resource(pool, config.gpu_operator) is None:
+    try:
+        # What the pool advertises is derived only once the operator accepts it.
+        validate_gpu_pools([pool.gpu_profile()], config.gpu_operator)
+        resource = pool_gpu_resource(pool, config.gpu_operator)
+    except ValueError:
+        return []  # the pool's own problem (`_node_pool_problems`, `_gpu_sharing_problems`) says why
+    if resource is None:
         return [
             ConfigProblem(
                 key,
@@ -440,10 +458,9 @@ def _gpu_operator_problems(config: StackConfig) -> list[ConfigProblem]:
     ]
 
 
-def _observability_problems(config: StackConfig, production: bool) -> list[ConfigProblem]:
-    """The section's own cross-key checks; the DCGM exporter's ServiceMonitor, which needs the Prometheus
-    Operator CRDs that only an observability backend installs; and a production stack's alerts, which must
-    reach someone."""
+def _observability_problems(config: StackConfig) -> list[ConfigProblem]:
+    """The section's own cross-key checks, and the DCGM exporter's ServiceMonitor, which needs the Prometheus
+    Operator CRDs that only an observability backend installs."""
     observability = config.observability
     problems = [
         ConfigProblem(config_key(("observability", *path)), message, value, value is not None)
@@ -461,23 +478,6 @@ def _observability_problems(config: StackConfig, production: bool) -> list[Confi
                 True,
             )
         )
-    if production and observability.alerting is None:
-        what = (
-            "has no alert receiver, so no alert reaches anyone"
-            if observability.enabled
-            else "has no observability backend, so nothing alerts anyone"
-        )
-        problems.append(
-            ConfigProblem(
-                config_key(("observability", "alerting" if observability.enabled else "backend")),
-                f"{what}: this is a production stack (policy/policy-config.json productionStacks). Set "
-                "backend to managed with alerting.snsTopic (create, or an SNS topic ARN), or to inCluster "
-                "with "
-                "alerting.receiverSecret and alerting.critical (docs/observability.md#alert-routing)",
-                observability.backend if not observability.enabled else None,
-                not observability.enabled,
-            )
-        )
     if config.gpu_operator.dcgm_exporter.service_monitor and not config.observability.enabled:
         problems.append(
             ConfigProblem(
@@ -491,16 +491,41 @@ def _observability_problems(config: StackConfig, production: bool) -> list[Confi
     return problems
 
 
-def _cross_section_problems(config: StackConfig, production: bool) -> list[ConfigProblem]:
-    """Checks that span sections; each names the key to change."""
-    return (
-        _cluster_problems(config)
-        + _karpenter_replicas_problems(config)
-        + _gpu_operator_problems(config)
-        + _observability_problems(config, production)
-        + _node_pool_problems(config)
-        + _smoke_test_problems(config)
+def _production_alerting_problems(config: StackConfig) -> list[ConfigProblem]:
+    """A production stack's alerts must reach someone (run for production stacks only)."""
+    observability = config.observability
+    if observability.alerting is not None:
+        return []
+    what = (
+        "has no alert receiver, so no alert reaches anyone"
+        if observability.enabled
+        else "has no observability backend, so nothing alerts anyone"
     )
+    return [
+        ConfigProblem(
+            config_key(("observability", "alerting" if observability.enabled else "backend")),
+            f"{what}: this is a production stack (policy/policy-config.json productionStacks). Set backend "
+            "to managed with alerting.snsTopic (create, or an SNS topic ARN), or to inCluster with "
+            "alerting.receiverSecret and alerting.critical (docs/observability.md#alert-routing)",
+            observability.backend if not observability.enabled else None,
+            not observability.enabled,
+        )
+    ]
+
+
+def _cross_section_problems(config: StackConfig, production: bool) -> list[ConfigProblem]:
+    """Checks that span sections; each names the key to change. Every check returns its problems; a fact
+    that refuses the configuration by raising (a `ValueError` from `facts/` or a component's translation)
+    becomes a problem of the check's section too, so the user sees it listed, never as a traceback."""
+    problems: list[ConfigProblem] = []
+    checks = CROSS_SECTION_CHECKS + (PRODUCTION_CHECKS if production else ())
+    for section, check in checks:
+        try:
+            found = check(config)
+        except ValueError as exc:
+            found = [ConfigProblem(section_key(section), str(exc))]
+        problems += found
+    return problems
 
 
 def _cluster_problems(config: StackConfig) -> list[ConfigProblem]:
@@ -617,6 +642,137 @@ def _karpenter_replicas_problems(config: StackConfig) -> list[ConfigProblem]:
             )
         ]
     return []
+
+
+@dataclass(frozen=True)
+class _SystemWorkload:
+    """Pods that must run on the system nodes."""
+
+    pod: PodRequests
+    replicas: int = 1
+    keys: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    """Resource -> (config key, value as written) of the requests the stack sets; without one, the system
+    nodes' instance type is what to change."""
+
+
+def _set_keys(section: tuple[str, ...], settings: ConfigModel, fields: Mapping[str, str]) -> dict[str, Any]:
+    """(key, value) of the settings' `fields` (resource -> field) that the stack file sets."""
+    return {
+        resource: (
+            config_key((*section, type(settings).model_fields[name].alias or name)),
+            getattr(settings, name),
+        )
+        for resource, name in fields.items()
+        if name in settings.model_fields_set
+    }
+
+
+def _system_workloads(config: StackConfig) -> list[_SystemWorkload]:
+    """What runs on the system node group: the Karpenter controller (one replica per node), the GPU
+    Operator's controller and NFD (always installed), the GPU node guard (with GPU pools) and Prometheus (with
+    an observability backend)."""
+    karpenter = config.karpenter.controller_resources
+    requests = {"cpu": "cpu", "memory": "memory"}
+    workloads = [
+        _SystemWorkload(
+            PodRequests.of("the Karpenter controller", karpenter.cpu, karpenter.memory),
+            # More replicas than minSize are refused by `_karpenter_replicas_problems` already.
+            min(config.karpenter.replicas, config.cluster.system_nodes.min_size),
+            _set_keys(("karpenter", "controllerResources"), karpenter, requests),
+        ),
+        *(_SystemWorkload(pod) for pod in SYSTEM_DEPLOYMENTS),
+        *([_SystemWorkload(GPU_NODE_GUARD)] if config.gpu_pools else []),
+    ]
+    if config.observability.enabled:
+        prometheus = config.observability.prometheus
+        workloads.append(
+            _SystemWorkload(
+                PodRequests.of("Prometheus", prometheus.cpu, prometheus.memory),
+                keys=_set_keys(("observability", "prometheus"), prometheus, requests),
+            )
+        )
+    return workloads
+
+
+def _quantity(value: Decimal, resource: str) -> str:
+    """`1.93` cores -> `1930m`, bytes -> `6903Mi`: as `kubectl describe node` shows allocatable."""
+    return f"{value * 1000:.0f}m" if resource == "cpu" else f"{value / 1024**2:.0f}Mi"
+
+
+def _system_node_problems(config: StackConfig) -> list[ConfigProblem]:
+    """Every pod that must run on the system nodes fits on the smallest of their instance types (its
+    allocatable from `facts.instance_types`, less the DaemonSet pod every node runs), and together they fit
+    on the group at its minimum size. Instance types outside the Karpenter reference are not checked."""
+    nodes = config.cluster.system_nodes
+    known = [(i, instance_types()[t]) for i, t in enumerate(nodes.instance_types) if t in instance_types()]
+    if not known:
+        return []
+    workloads = _system_workloads(config)
+    problems = []
+    room: dict[str, Decimal] = {}
+    for resource in ("cpu", "memory"):
+        index, smallest = min(known, key=lambda item: getattr(item[1], resource))
+        allocatable = getattr(smallest, resource)
+        room[resource] = allocatable - getattr(NFD_WORKER, resource)
+        for workload in workloads:
+            need = getattr(workload.pod, resource)
+            if need <= room[resource]:
+                continue
+            key, value = workload.keys.get(
+                resource, (config_key(("cluster", "systemNodes", "instanceTypes", index)), smallest.name)
+            )
+            problems.append(
+                ConfigProblem(
+                    key,
+                    f"{workload.pod.workload} requests {_quantity(need, resource)} of {resource}, more "
+                    f"than a {smallest.name} system node can give it ({_quantity(allocatable, resource)} "
+                    f"allocatable, {_quantity(room[resource], resource)} after {NFD_WORKER.workload} every "
+                    "node runs), so it would stay Pending; "
+                    + ("lower it, or choose " if resource in workload.keys else "choose ")
+                    + "larger gpu-eks:cluster.systemNodes.instanceTypes",
+                    value,
+                    True,
+                )
+            )
+    if problems:
+        return problems
+    for resource in ("cpu", "memory"):
+        total = sum((getattr(w.pod, resource) * w.replicas for w in workloads), Decimal(0))
+        if total <= room[resource] * nodes.min_size:
+            continue
+        listed = ", ".join(
+            f"{w.pod.workload} {_quantity(getattr(w.pod, resource), resource)}"
+            + (f" x {w.replicas}" if w.replicas > 1 else "")
+            for w in workloads
+        )
+        capacity = _quantity(room[resource] * nodes.min_size, resource)
+        problems.append(
+            ConfigProblem(
+                config_key(("cluster", "systemNodes", "minSize")),
+                f"{nodes.min_size} system nodes can give {capacity} of {resource} to what must run there "
+                f"({listed}: {_quantity(total, resource)}), before counting CoreDNS and the EKS add-ons; "
+                "raise minSize or choose larger instanceTypes",
+                nodes.min_size,
+                True,
+            )
+        )
+    return problems
+
+
+CROSS_SECTION_CHECKS: tuple[tuple[str, Callable[[StackConfig], list[ConfigProblem]]], ...] = (
+    ("cluster", _cluster_problems),
+    ("karpenter", _karpenter_replicas_problems),
+    ("cluster", _system_node_problems),
+    ("gpuOperator", _gpu_operator_problems),
+    ("observability", _observability_problems),
+    ("nodePools", _node_pool_problems),
+    ("smokeTest", _smoke_test_problems),
+)
+"""The cross-section checks, each with the section its problems belong to, in the order they are listed."""
+PRODUCTION_CHECKS: tuple[tuple[str, Callable[[StackConfig], list[ConfigProblem]]], ...] = (
+    ("observability", _production_alerting_problems),
+)
+"""What production stacks are held to besides (policy/policy-config.json `productionStacks`)."""
 
 
 def parse_stack_config(

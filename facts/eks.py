@@ -50,6 +50,54 @@ at the end of standard support (EKS user guide, "Cluster upgrade policy":
 https://docs.aws.amazon.com/eks/latest/userguide/view-upgrade-policy.html; pulumi-eks 4.4.0 documents the
 EXTENDED default in its `upgrade_policy` docstring)."""
 
+
+def _minor(version: str) -> tuple[int, int]:
+    major, minor = version.split(".")[:2]
+    return int(major), int(minor)
+
+
+def control_plane_version_move(current: str, target: str) -> str | None:
+    """Why EKS refuses to move a cluster's control plane from `current` to `target` (`1.34`, `1.36`), or
+    None when it can. It moves one minor version at a time and never back: "Once you upgrade a cluster, you
+    can't downgrade to a previous version" (EKS user guide, "Update existing cluster to new Kubernetes
+    version", https://docs.aws.amazon.com/eks/latest/userguide/update-cluster.html); "Control plane version
+    upgrades must be done for one minor version at a time ... the current version of the cluster or one
+    version higher" (eksctl in the EKS docs, https://docs.aws.amazon.com/eks/latest/eksctl/cluster-upgrade.html).
+    """
+    (major, old), (new_major, new) = _minor(current), _minor(target)
+    if (new_major, new) < (major, old):
+        return (
+            f"EKS cannot downgrade a cluster's control plane: keep {current} (or move on to "
+            f"{major}.{old + 1})"
+        )
+    if new_major != major or new - old > 1:
+        return (
+            f"EKS upgrades a control plane one minor version at a time: set {major}.{old + 1} first, run "
+            f"`pulumi up`, then move on to {target}"
+        )
+    return None
+
+
+def node_group_release_parameter(ami_type: str, kubernetes_version: str) -> str:
+    """The SSM public parameter holding the release EKS recommends for a managed node group of `ami_type`
+    on `kubernetes_version` (`1.35`): the value a node group's `releaseVersion` takes (`1.35.6-20260714` for
+    AL2023, the Bottlerocket image version for Bottlerocket). The paths of
+    terraform-aws-modules/terraform-aws-eks `modules/eks-managed-node-group/main.tf`
+    (`ssm_ami_type_to_ssm_param`, b6ab9623); the EKS user guide, "Retrieve recommended Amazon Linux AMI IDs"
+    (https://docs.aws.amazon.com/eks/latest/userguide/retrieve-ami-id.html), and Bottlerocket's
+    (`/aws/service/bottlerocket/aws-k8s-<version>/<arch>/latest/image_version`)."""
+    family, _, arch = ami_type.partition("_")
+    ssm_arch = "arm64" if arch.startswith("ARM_64") else "x86_64"
+    if family == "BOTTLEROCKET":
+        return f"/aws/service/bottlerocket/aws-k8s-{kubernetes_version}/{ssm_arch}/latest/image_version"
+    if family == "AL2023" and arch.endswith("_STANDARD"):
+        return (
+            f"/aws/service/eks/optimized-ami/{kubernetes_version}/amazon-linux-2023/{ssm_arch}/standard/"
+            "recommended/release_version"
+        )
+    raise ValueError(f"no recommended-release parameter is known for amiType {ami_type}")
+
+
 # --- Control-plane logs ----------------------------------------------------------------------------------
 
 LOG_RETENTION_DAYS: Final[tuple[int, ...]] = (

@@ -190,11 +190,22 @@ def check_mig_capable(
         shown = ", ".join(f"{it.name} ({it.gpu_name})" for it in refused[:8])
         more = f" and {len(refused) - 8} more" if len(refused) > 8 else ""
         raise MigNotSupportedError(
-            f"GPU pool {pool_name!r} asks for MIG, but it may launch instance types whose GPUs have no MIG: "
+            f"{gpus_without_mig(refused)} do not support MIG, and GPU pool {pool_name!r} may launch them: "
             f"{shown}{more}. MIG needs {', '.join(sorted(MIG_CAPABLE_GPUS))} GPUs; restrict the pool "
             "to such instance types or families (e.g. p4d, p5) or drop its MIG profile"
         )
     return candidates
+
+
+def gpus_without_mig(types: Iterable[GpuInstanceType]) -> str:
+    """`L4 GPUs (g6)`, `A10G GPUs (g5) and L4 GPUs (g6)`: the GPU models of `types`, each with the families
+    that carry it, as a person names them (NVIDIA spells its models in capitals)."""
+    families: dict[str, list[str]] = {}
+    for it in types:
+        if it.family not in families.setdefault(it.gpu_name, []):
+            families[it.gpu_name].append(it.family)
+    named = [f"{gpu.upper()} GPUs ({', '.join(fams)})" for gpu, fams in sorted(families.items())]
+    return named[0] if len(named) == 1 else f"{', '.join(named[:-1])} and {named[-1]}"
 
 
 def _rows(path: Path) -> list[dict[str, str]]:

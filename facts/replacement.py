@@ -21,6 +21,7 @@ a change at or below a path counts. How each provider decides:
   7bf0c1b, main after v4.3.0).
 """
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -138,6 +139,15 @@ REPLACEMENT: Final[dict[str, Replacement]] = {
         forces_new_on_removal=("encryptionConfigKeyArn",),
         unordered=("enabledClusterLogTypes", "publicAccessCidrs"),
         identity=("name",),
+        refused_updates=(
+            RefusedUpdate(
+                "vpcId",
+                "moves the cluster's subnets to another VPC; EKS keeps a cluster in the VPC it was created "
+                'in (UpdateClusterConfig takes subnets of that VPC only: EKS user guide, "View Amazon EKS '
+                'networking requirements for VPC and subnets"). A new network (gpu-eks:network.cidr or '
+                "network.existing) is a new cluster: deploy it as a new stack and move the workloads",
+            ),
+        ),
     ),
     # --- AWS -----------------------------------------------------------------------------------------
     "aws:cloudwatch/eventRule:EventRule": Replacement(
@@ -177,6 +187,15 @@ REPLACEMENT: Final[dict[str, Replacement]] = {
             "",
             "not in the stored index; vpc_id attaches and detaches in place (v6 docs)",
         ),
+        refused_updates=(
+            RefusedUpdate(
+                "vpcId",
+                "detaches the gateway from its VPC first (DetachInternetGateway), which EC2 refuses while "
+                "that VPC has mapped public addresses (Gateway.DependencyViolation; Amazon VPC user guide, "
+                '"Detach an internet gateway from your VPC"): its NAT gateways\' Elastic IPs, whose NAT '
+                "gateways are deleted only after this update",
+            ),
+        ),
     ),
     "aws:ec2/natGateway:NatGateway": Replacement(
         source=_tf("ec2/vpc_nat_gateway.go", "04088eaa54948421bf1ef7494ae2b2c01d9243e3"),
@@ -187,6 +206,9 @@ REPLACEMENT: Final[dict[str, Replacement]] = {
             "secondaryPrivateIpAddressCount",
             "subnetId",
         ),
+        # An Elastic IP is associated with one NAT gateway at a time (CreateNatGateway fails with
+        # Resource.AlreadyAssociated): a create-first replacement keeping the allocation collides.
+        identity=("allocationId",),
     ),
     "aws:ec2/routeTable:RouteTable": Replacement(
         source=_tf("ec2/vpc_route_table.go", "", "not in the stored index; vpc_id is ForceNew (v6 docs)"),
@@ -476,10 +498,138 @@ REPLACEMENT: Final[dict[str, Replacement]] = {
 
 
 def replacement_facts(type_token: str) -> Replacement:
-    """The facts for a type token; `KeyError` naming where to add them when there are none."""
-    try:
+    """The facts for a type token; `KeyError` naming where to add them when there are none. A Kubernetes
+    kind at another API version than the one listed (an aliased version move) has the facts of its kind:
+    pulumi-kubernetes decides by group and kind."""
+    if type_token in REPLACEMENT:
         return REPLACEMENT[type_token]
-    except KeyError:
-        raise KeyError(
-            f"no replacement facts for {type_token}: add its entry to facts/replacement.py REPLACEMENT"
-        ) from None
+    package, _, rest = type_token.partition(":")
+    group_version, _, kind = rest.rpartition(":")
+    group = group_version.rpartition("/")[0]
+    for token, facts in REPLACEMENT.items():
+        if (
+            package == "kubernetes"
+            and token.startswith(f"kubernetes:{group}/")
+            and token.endswith(f":{kind}")
+        ):
+            return facts
+    raise KeyError(
+        f"no replacement facts for {type_token}: add its entry to facts/replacement.py REPLACEMENT"
+    )
+
+
+# --- What a Helm release owns outside its namespace ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChartScope:
+    """Objects a chart's release owns outside its own namespace (by the chart name, the last segment of a
+    Release's `chart`). Helm records the owning release on each object (`meta.helm.sh/release-name` and
+    `-namespace` annotations) and refuses to install a release over objects another one owns ("invalid
+    ownership metadata"): a create-first replacement of such a release fails, whatever its new namespace."""
+
+    cluster_scoped: str
+    """The cluster-scoped kinds the release installs, as a reviewer reads them."""
+    source: Source
+    crds: str = ""
+    """Kinds whose CRDs the release holds as templates: deleting it deletes the CRDs, and the API server then
+    deletes every object of those kinds."""
+    outage: str = ""
+    """What stops while the release is uninstalled and installed again (a delete-first replacement)."""
+
+
+CHARTS: Final[dict[str, ChartScope]] = {
+    "gpu-operator": ChartScope(
+        "ClusterRole, ClusterRoleBinding, ClusterPolicy and NodeFeatureRules (and NFD's ClusterRoles)",
+        Source(
+            "NVIDIA/gpu-operator",
+            "deployments/gpu-operator/templates",
+            "10ee5b3638b89e11e949412aafa5ba99279c3721",
+            "v26.7.0: clusterrole.yaml, clusterrolebinding.yaml, clusterpolicy.yaml, nodefeaturerules.yaml",
+        ),
+        outage="its ClusterPolicy goes, and with it the operands on every GPU node (device plugin, GPU "
+        "feature discovery, DCGM exporter, MIG manager) until the new release is ready: running GPU pods "
+        "keep their GPUs, new ones wait, and nodes launched meanwhile stay uninitialized",
+    ),
+    "karpenter": ChartScope(
+        "ClusterRoles and ClusterRoleBindings",
+        Source(
+            "aws/karpenter-provider-aws",
+            "charts/karpenter/templates",
+            "bde00654cd316fddb3dccfba3f5ac07039865429",
+            "v1.14.1: clusterrole.yaml, clusterrole-core.yaml, aggregate-clusterrole.yaml",
+        ),
+        outage="no controller runs until the new release is ready: pending pods get no node, and nothing is "
+        "consolidated, drained or repaired (the nodes themselves keep running)",
+    ),
+    "karpenter-crd": ChartScope(
+        "CustomResourceDefinitions",
+        Source(
+            "aws/karpenter-provider-aws",
+            "charts/karpenter-crd/templates",
+            "bde00654cd316fddb3dccfba3f5ac07039865429",
+            "v1.14.1: the CRDs of karpenter.sh, karpenter.k8s.aws and autoscaling.x-k8s.io",
+        ),
+        crds="NodePool, NodeClaim, EC2NodeClass, NodeOverlay and CapacityBuffer",
+    ),
+    "kube-prometheus-stack": ChartScope(
+        "ClusterRoles, ClusterRoleBindings and admission webhook configurations",
+        Source(
+            "prometheus-community/helm-charts",
+            "charts/kube-prometheus-stack/templates/prometheus-operator",
+            "",
+            "clusterrole.yaml, clusterrolebinding.yaml, admission-webhooks/*WebhookConfiguration.yaml of the "
+            "stored chart; 88.5.3 is pinned in facts/prometheus_stack.py",
+        ),
+        outage="no scraping, alerting or dashboards until the new release is ready (an inCluster "
+        "Prometheus's volume goes with its namespace)",
+    ),
+    "prometheus-operator-crds": ChartScope(
+        "CustomResourceDefinitions",
+        Source(
+            "prometheus-community/helm-charts",
+            "charts/prometheus-operator-crds/charts/crds/templates",
+            "4529d7bb4b4be3b2aa8ef0b4d40152d394213a61",
+        ),
+        crds="ServiceMonitor, PodMonitor, PrometheusRule and other Prometheus Operator",
+    ),
+}
+"""Charts of the program whose releases own cluster-scoped objects. aws-efa-k8s-device-plugin renders a
+DaemonSet only (aws/eks-charts stable/aws-efa-k8s-device-plugin/templates: daemonset.yaml): not listed."""
+
+
+def chart_of(release_inputs: Mapping[str, object]) -> str:
+    """The chart name of a Release's inputs: the last segment of `chart` (`oci://.../karpenter`)."""
+    return str(release_inputs.get("chart", "")).rsplit("/", 1)[-1]
+
+
+# --- Regions and waits ---------------------------------------------------------------------------------
+
+REGION_SOURCE: Final = Source(
+    TF_AWS,
+    "website/docs/guides/enhanced-region-support.html.markdown",
+    "0cb788ce0d5adada2f2b98572dc8462f8ed5738d",
+    "v6: every regional resource has a top-level region, Optional and Computed from the provider's; "
+    "'Changing the value of region will force resource replacement'; IAM (aws_iam_*) is global",
+)
+GLOBAL_AWS_MODULES: Final = frozenset({"iam"})
+"""pulumi-aws modules of global services among the program's types (`aws:iam/...`): not replaced when
+`aws:region` changes."""
+
+
+def regional(type_token: str) -> bool:
+    """Whether a resource lives in the stack's AWS region, so that an `aws:region` change replaces it: every
+    AWS resource of a regional service (see `REGION_SOURCE`), and pulumi-eks's cluster (its
+    `aws:eks/cluster:Cluster`). Kubernetes objects follow their cluster through its provider."""
+    package, module, _ = type_token.split(":", 2)
+    if package == "eks":
+        return True
+    return package == "aws" and module.split("/")[0] not in GLOBAL_AWS_MODULES
+
+
+K8S_DEFAULT_DELETE_TIMEOUT_SECONDS: Final = 10 * 60
+"""How long pulumi-kubernetes waits for a deleted object to be gone without a `customTimeouts.delete`
+(or `pulumi.com/timeoutSeconds` annotation), then fails the delete; the next `up` deletes again
+(provider/pkg/await/await.go `Deletion`, at PULUMI_K8S_REF). It deletes with foreground propagation by
+default (provider/pkg/metadata/overrides.go `DeletionPropagation`), so an object stays until its dependents
+that block owner deletion are gone: a NodePool waits for its NodeClaims."""

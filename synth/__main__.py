@@ -86,9 +86,10 @@ def diff(expected: dict[str, str], actual: dict[str, str], label: str) -> str:
 
 def plan_main(argv: list[str]) -> int:
     """`python -m synth plan`: exit 0 with a plan, 1 when the plan cannot be carried out as planned (a
-    protected resource deleted or replaced, a create-first replacement that collides with the old resource,
-    an update the API refuses), 2 on bad arguments, an unreadable previous state or a refused configuration
-    (of either state, printed as `pulumi preview` prints it)."""
+    blocking finding of `synth.plan.FINDINGS`: a protected resource deleted or replaced, a create-first
+    replacement that collides with the old resource, an update the API refuses, a Kubernetes version EKS
+    cannot move to, a region move), 2 on bad arguments, an unreadable previous state or a refused
+    configuration (of either state, printed as `pulumi preview` prints it)."""
     parser = argparse.ArgumentParser(
         prog="python -m synth plan",
         description="What `pulumi up` would create, update, replace or delete: the stack as the working tree "

@@ -55,6 +55,24 @@ _ADDON_BUILDS = {
     EBS_CSI_DRIVER: "v1.{q}.0-eksbuild.1",
 }
 
+_RECOMMENDED_RELEASES = {
+    "1.30": "1.30.14-20260714",
+    "1.31": "1.31.14-20260714",
+    "1.32": "1.32.13-20260714",
+    "1.33": "1.33.13-20260714",
+    "1.34": "1.34.9-20260714",
+    "1.35": "1.35.6-20260714",
+    "1.36": "1.36.2-20260714",
+}
+"""The AL2023 node release per Kubernetes minor of EKS AMI release v20260714 (the release the committed pools
+pin), as the parameter
+`/aws/service/eks/optimized-ami/<minor>/amazon-linux-2023/<arch>/standard/recommended/release_version`
+answers while it is the newest: `<Kubernetes patch version>-<build date>` (awslabs/amazon-eks-ami
+CHANGELOG.md, "AMI Release v20260714", column "Release version", @ 81fec2e8)."""
+_BOTTLEROCKET_IMAGE_VERSION = "1.40.0-c4a0e2f1"
+"""`/aws/service/bottlerocket/aws-k8s-<minor>/<arch>/latest/image_version`: `<Bottlerocket version>-<commit>`,
+the shape Bottlerocket's quickstart prints (the number is illustrative)."""
+
 _DIRECTIONS = {
     "north": "n",
     "south": "s",
@@ -500,4 +518,40 @@ class AwsMocks(pulumi.runtime.Mocks):
                 "acceptanceRequired": False,
                 "id": str(zlib.crc32(name.encode())),
             }, []
+        if token == "aws:ssm/getParameter:getParameter":
+            return self._public_parameter(str(args.args["name"])), []
         raise NotImplementedError(f"no mock for invoke {token}: add one that answers like AWS would")
+
+    def _public_parameter(self, name: str) -> dict[str, Any]:
+        """An AWS public parameter of the recommended node releases
+        (`facts.eks.node_group_release_parameter`): a String whose ARN has no account (public parameters
+        belong to AWS; SSM user guide, "Discovering public parameters in Parameter Store"); `value` and
+        `insecureValue` carry the same text, `value` marked secret by the provider
+        (pulumi_aws/ssm/get_parameter.py); id: the name (terraform-provider-aws
+        ssm/parameter_data_source.go). A name SSM does not hold fails, as GetParameter's ParameterNotFound
+        does."""
+        al2023 = re.fullmatch(
+            r"/aws/service/eks/optimized-ami/(\d+\.\d+)/amazon-linux-2023/(x86_64|arm64)/standard/recommended/"
+            r"release_version",
+            name,
+        )
+        bottlerocket = re.fullmatch(
+            r"/aws/service/bottlerocket/aws-k8s-(\d+\.\d+)/(x86_64|arm64)/latest/image_version", name
+        )
+        if al2023 and al2023[1] in _RECOMMENDED_RELEASES:
+            value = _RECOMMENDED_RELEASES[al2023[1]]
+        elif bottlerocket:
+            value = _BOTTLEROCKET_IMAGE_VERSION
+        else:
+            raise ValueError(f"ParameterNotFound: {name}")
+        return {
+            "arn": f"arn:{self.partition}:ssm:{self.region}::parameter{name}",
+            "id": name,
+            "insecureValue": value,
+            "name": name,
+            "region": self.region,
+            "type": "String",
+            "value": value,
+            "version": 1,
+            "withDecryption": True,
+        }

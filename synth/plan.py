@@ -1,31 +1,49 @@
 """Predict what `pulumi up` would do between two declared states of a stack, offline.
 
-A state is what one run of the program declared: the committed snapshot (`snapshots/<stack>/resources.yaml`,
-now or at a git ref) or a run under the mocks. Resources are matched by URN (type chain and name); each is
-created, deleted, updated or replaced, deciding replacement as each provider does (`facts.replacement`):
+A state is what one run of the program declared: the committed snapshot (`snapshots/<stack>/`, now or at a
+git ref) or a run under the mocks, with the stack's outputs. Resources are matched by URN (type chain and
+name) or by an alias; each is created, deleted, updated or replaced, deciding replacement as each provider
+does (`facts.replacement`):
 
 - a changed input at or below a force-new path replaces; other changes update (the resource's
-  `ignoreChanges` paths are left out first, as the engine does);
+  `ignoreChanges` paths are left out first, as the engine does); a new `aws:region` replaces every
+  regional resource;
 - a replaced resource's outputs are unknown until it exists again, so a dependent whose force-new input
   comes from it is replaced too, and one whose other inputs come from it is updated; a replaced provider
   replaces every resource it manages. This is what `pulumi preview` shows;
 - a replacement deletes first when the resource says `deleteBeforeReplace` or its provider decides so
   (pulumi-kubernetes for named objects keeping their name), otherwise it creates the new one first.
 
+Then each rule of `FINDINGS`, a pure function of the change, says what a reviewer must see; a blocking
+finding is one `pulumi up` cannot carry out as planned (the API refuses it, a name collides, a protected
+resource would go). Rendering (`render_*`) only formats a `Plan`.
+
 Inputs compare as the snapshots record them, with secrets masked: a change of a secret value alone is not
-seen. Provider configuration (e.g. `aws:region`) is not compared.
+seen. Provider configuration other than the region (from the stack's `region` output) is not compared.
 """
 
 import json
 import re
 import subprocess
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-from facts.replacement import Replacement, replacement_facts
+from config.errors import config_key
+from config.types import duration_seconds
+from facts.eks import control_plane_version_move
+from facts.quantity import parse_quantity
+from facts.replacement import (
+    CHARTS,
+    K8S_DEFAULT_DELETE_TIMEOUT_SECONDS,
+    Replacement,
+    chart_of,
+    regional,
+    replacement_facts,
+)
 from synth import snapshot
 from synth.runner import PROJECT, ROOT, ProgramRun
 
@@ -33,22 +51,19 @@ Op = Literal["create", "update", "replace", "delete"]
 OPS: tuple[Op, ...] = ("replace", "delete", "create", "update")
 """Operations, in the order a reviewer should read them."""
 
-KARPENTER_OBJECTS = ("kubernetes:karpenter.sh/v1:NodePool", "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass")
-"""Deleting (or replacing, which deletes first) one of these makes Karpenter drain and terminate its nodes."""
-CRITICAL_REPLACEMENTS = (
-    "eks:index:Cluster",
-    "aws:eks/nodeGroup:NodeGroup",
-    "aws:iam/role:Role",
-    "aws:sqs/queue:Queue",
-)
+CLUSTER = "eks:index:Cluster"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
+NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
+JOB = "kubernetes:batch/v1:Job"
+NODEPOOL_LABEL = "karpenter.sh/nodepool"
+REQUIREMENTS = "spec.template.spec.requirements"
+INSTANCE_TYPE = "node.kubernetes.io/instance-type"
+INSTANCE_FAMILY = "karpenter.k8s.aws/instance-family"
+CRITICAL_REPLACEMENTS = (CLUSTER, "aws:eks/nodeGroup:NodeGroup", "aws:iam/role:Role", "aws:sqs/queue:Queue")
 """Replacing one of these takes down the control plane, the system nodes, an identity or the interruption
 queue for a while: always worth a reviewer's explicit look."""
-CRD_CHARTS = {
-    "karpenter-crd": "NodePool, NodeClaim, EC2NodeClass and NodeOverlay",
-    "prometheus-operator-crds": "ServiceMonitor, PodMonitor, PrometheusRule and other Prometheus Operator",
-}
-"""Charts (last path segment of `chart`) whose release holds CRDs, and the kinds they define: deleting the
-release deletes the CRDs, and the API server then deletes every object of those kinds in the cluster."""
+KUBERNETES_VERSION = config_key(("cluster", "kubernetesVersion"))
 
 _MISSING = object()
 
@@ -75,14 +90,23 @@ class Resource:
     """Input name -> keys of the resources its value comes from (known for program runs only)."""
     aliases: tuple[str, ...] = ()
     """Keys this resource had before (its `aliases` option; known for program runs only)."""
+    delete_timeout: str | None = None
+    """Its `customTimeouts.delete` (`86400s`); without one pulumi-kubernetes waits 10 minutes."""
 
 
 @dataclass(frozen=True)
 class State:
-    """Every resource one run declared, by key, in registration order."""
+    """Every resource one run declared, by key, in registration order, and the stack's outputs."""
 
     resources: Mapping[str, Resource]
     label: str
+    outputs: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def region(self) -> str | None:
+        """The AWS region the stack's resources live in (its `region` output), if known."""
+        region = self.outputs.get("region")
+        return str(region) if region else None
 
 
 @dataclass(frozen=True)
@@ -98,6 +122,10 @@ class Step:
     """For a replacement: the old resource is deleted before the new one is created."""
     cascaded: bool = False
     """Replaced or updated because a resource it depends on (or its provider) is replaced."""
+    paths: tuple[str, ...] = ()
+    """The inputs that change: leaf paths, or the inputs a replaced resource's outputs flow into."""
+    region_move: bool = False
+    """Replaced because the stack moves to another AWS region: the new one lives there."""
 
     def json(self) -> dict[str, str]:
         return {"op": self.op, "type": self.type, "name": self.name}
@@ -171,12 +199,13 @@ def state_of_run(run: ProgramRun, label: str) -> State:
                 prop: tuple(_key_of_urn(u) for u in urns) for prop, urns in r.property_dependencies.items()
             },
             aliases=tuple(_key_of_urn(a) for a in r.aliases),
+            delete_timeout=r.custom_timeouts.get("delete"),
         )
-    return State(resources, label)
+    return State(resources, label, run.outputs)
 
 
-def state_of_snapshot(resources_yaml: str, label: str) -> State:
-    """The state a committed `resources.yaml` records (see `synth.snapshot`)."""
+def state_of_snapshot(resources_yaml: str, label: str, outputs_yaml: str = "") -> State:
+    """The state a committed `resources.yaml` and `outputs.yaml` record (see `synth.snapshot`)."""
     entries: list[dict[str, Any]] = snapshot.from_yaml(resources_yaml) or []
     by_short = {f"{e['type']}::{e['name']}": e for e in entries}
 
@@ -206,23 +235,24 @@ def state_of_snapshot(resources_yaml: str, label: str) -> State:
             delete_before_replace=bool(e.get("deleteBeforeReplace")),
             protect=bool(e.get("protect")),
             ignore_changes=tuple(e.get("ignoreChanges") or ()),
+            delete_timeout=(e.get("customTimeouts") or {}).get("delete"),
         )
-    return State(resources, label)
+    return State(resources, label, (snapshot.from_yaml(outputs_yaml) or {}) if outputs_yaml else {})
 
 
 def committed_state(stack: str, ref: str | None = None, root: Path = ROOT) -> State:
     """The committed snapshot of a stack: in the working tree, or at git `ref` (empty if it had none)."""
     relative = f"snapshots/{stack}/resources.yaml"
+    outputs = f"snapshots/{stack}/outputs.yaml"
     if ref is None:
-        path = root / relative
-        text = path.read_text() if path.exists() else ""
-        return state_of_snapshot(text, f"{relative} (working tree)")
+        texts = [(root / r).read_text() if (root / r).exists() else "" for r in (relative, outputs)]
+        return state_of_snapshot(texts[0], f"{relative} (working tree)", texts[1])
     commit = (_git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}") or "").strip()
     if not commit:
         raise PlanError(f"--from {ref}: not a commit in this repository")
     # A stack that had no snapshot at `ref` did not exist there: everything is created.
-    shown = _git(root, "show", f"{commit}:{relative}") or ""
-    return state_of_snapshot(shown, f"{relative} at {ref} ({commit[:12]})")
+    shown = [_git(root, "show", f"{commit}:{r}") or "" for r in (relative, outputs)]
+    return state_of_snapshot(shown[0], f"{relative} at {ref} ({commit[:12]})", shown[1])
 
 
 def _git(root: Path, *args: str) -> str | None:
@@ -342,8 +372,44 @@ def _named_object_keeps_name(old: Resource, new: Resource) -> bool:
 
 
 def plan(before: State, after: State) -> Plan:
-    """The steps that take a stack from `before` to `after`."""
+    """The steps that take a stack from `before` to `after`, and what a reviewer must see of them."""
+    change = _change(before, after)
+    findings = [finding for rule in FINDINGS for finding in rule(change)]
+    findings.sort(key=lambda f: not f.blocking)  # what stops `pulumi up` first
+    ordered = sorted(change.steps.values(), key=lambda s: (OPS.index(s.op), s.type, s.name))
+    unchanged = len(after.resources) - sum(1 for k in change.steps if k in after.resources)
+    return Plan(before.label, after.label, tuple(ordered), unchanged, tuple(findings))
+
+
+@dataclass(frozen=True)
+class Change:
+    """Two states, how they match, and the step of every resource that changes (by key; a deleted resource
+    by its key in `before`)."""
+
+    before: State
+    after: State
+    olds: Mapping[str, Resource]
+    """Each matched resource of `after` -> its previous self in `before`."""
+    steps: Mapping[str, Step]
+
+    def of(self, *ops: Op) -> list[tuple[str, Step]]:
+        return [(k, s) for k, s in self.steps.items() if s.op in ops]
+
+    def old(self, key: str) -> Resource:
+        """The previous self of a changed resource (of a deleted one too)."""
+        return self.olds[key] if key in self.olds else self.before.resources[key]
+
+
+def region_move(before: State, after: State) -> str | None:
+    """`us-west-2 -> eu-west-1` when the stack moves to another region (both known and different)."""
+    if before.region and after.region and before.region != after.region:
+        return f"{before.region} -> {after.region}"
+    return None
+
+
+def _change(before: State, after: State) -> Change:
     olds = _previous(before, after)
+    moved = region_move(before, after)
     steps: dict[str, Step] = {}
     for key, new in after.resources.items():
         old = olds.get(key)
@@ -357,24 +423,24 @@ def plan(before: State, after: State) -> Plan:
             if not _covers(new.ignore_changes, p)
         ]
         reasons = _replace_reasons(facts, old, new, paths) if paths else []
+        elsewhere = moved is not None and regional(new.type)
+        if elsewhere:
+            reasons.insert(0, f"aws:region {moved}")
         if reasons:
-            steps[key] = Step("replace", new.type, new.name, tuple(reasons))
+            steps[key] = Step(
+                "replace", new.type, new.name, tuple(reasons), paths=tuple(paths), region_move=elsewhere
+            )
         elif paths:
-            steps[key] = Step("update", new.type, new.name, tuple(paths))
+            steps[key] = Step("update", new.type, new.name, tuple(paths), paths=tuple(paths))
     _cascade(after, steps)
     for key, step in steps.items():
         if step.op == "replace":
             steps[key] = _with_order(step, olds[key], after.resources[key])
-    findings = _findings(olds, after, steps)
     matched = {old.key for old in olds.values()}
     for key, old in before.resources.items():
         if key not in matched:
             steps[key] = Step("delete", old.type, old.name)
-            findings += _deletion_findings(old, steps[key])
-    ordered = sorted(steps.values(), key=lambda s: (OPS.index(s.op), s.type, s.name))
-    findings.sort(key=lambda f: not f.blocking)  # what stops `pulumi up` first
-    unchanged = len(after.resources) - sum(1 for k in steps if k in after.resources)
-    return Plan(before.label, after.label, tuple(ordered), unchanged, tuple(findings))
+    return Change(before, after, olds, steps)
 
 
 def _previous(before: State, after: State) -> dict[str, Resource]:
@@ -401,14 +467,14 @@ def _cascade(after: State, steps: dict[str, Step]) -> None:
             if key in replaced or (current is not None and current.op == "create"):
                 continue
             facts = replacement_facts(new.type)
-            reasons = []
-            unknown = []
+            reasons, unknown, props = [], [], []
             if new.provider in replaced:
                 reasons.append(f"its provider {_short(new.provider)} is replaced")
             for prop, deps in new.property_dependencies.items():
                 sources = sorted(d for d in deps if d in replaced)
                 if not sources:
                     continue
+                props.append(prop)
                 origin = f"{prop} from replaced {', '.join(_short(s) for s in sources)}"
                 if prop in facts.kubeconfig or any(
                     _pattern(f).match(prop) or f.startswith(f"{prop}.") or f.startswith(f"{prop}[")
@@ -417,11 +483,12 @@ def _cascade(after: State, steps: dict[str, Step]) -> None:
                     reasons.append(origin)
                 else:
                     unknown.append(origin)
+            paths = tuple(sorted({*(current.paths if current else ()), *props}))
             if reasons:
-                steps[key] = Step("replace", new.type, new.name, tuple(reasons), cascaded=True)
+                steps[key] = Step("replace", new.type, new.name, tuple(reasons), cascaded=True, paths=paths)
                 changed = True
             elif unknown and current is None:
-                steps[key] = Step("update", new.type, new.name, tuple(unknown), cascaded=True)
+                steps[key] = Step("update", new.type, new.name, tuple(unknown), cascaded=True, paths=paths)
                 changed = True
 
 
@@ -435,89 +502,350 @@ def _with_order(step: Step, old: Resource, new: Resource) -> Step:
     first = new.delete_before_replace or (
         facts.named_delete_before_replace and _named_object_keeps_name(old, new)
     )
-    return Step(step.op, step.type, step.name, step.because, delete_first=first, cascaded=step.cascaded)
+    return Step(
+        step.op,
+        step.type,
+        step.name,
+        step.because,
+        delete_first=first,
+        cascaded=step.cascaded,
+        paths=step.paths,
+        region_move=step.region_move,
+    )
 
 
-def _deletion_findings(old: Resource, step: Step) -> list[Finding]:
-    findings = _karpenter_findings(step)
-    chart = str(old.inputs.get("chart", "")).rsplit("/", 1)[-1]
-    if step.type == "kubernetes:helm.sh/v3:Release" and chart in CRD_CHARTS:
-        findings.append(
-            Finding(
-                f"delete {step.type} {step.name}: deleting the {chart} release deletes its CRDs, and with "
-                f"them every {CRD_CHARTS[chart]} object in the cluster, also those this stack did not declare"
-            )
+# --- Facts of a state ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PoolCap:
+    """What a pool's GPU cap allows, from the stack's `gpuPools` output (`contract.GpuPool`)."""
+
+    limit: Decimal
+    """`limits.nvidia.com/gpu`, in the pool's units."""
+    unit: str
+    """What the limit counts: GPUs, time-slices or MIG devices."""
+    per_gpu: int
+    """Units one physical GPU provides."""
+
+    @property
+    def gpus(self) -> Decimal:
+        """The most physical GPUs the cap lets the pool hold."""
+        return self.limit / self.per_gpu
+
+    def __str__(self) -> str:
+        gpus = f"{self.gpus.normalize():f} GPUs"
+        return (
+            gpus
+            if self.per_gpu == 1
+            else f"{gpus} ({self.limit.normalize():f} {self.unit}, {self.per_gpu} per GPU)"
         )
-    if old.protect:
-        findings.append(
-            Finding(
-                f"delete {step.type} {step.name}: the resource is protected; `pulumi up` refuses",
-                blocking=True,
-            )
+
+
+def pool_caps(state: State) -> dict[str, PoolCap]:
+    """Each GPU pool's cap by pool name, where the stack's outputs say what it counts. A pool with several
+    MIG resources (no `gpuResource`) caps physical GPUs; one whose GPUs partition unlike (no
+    `slicesPerGpu` but a `gpuResource`) has no single physical cap and is left out."""
+    caps = {}
+    for pool in state.outputs.get("gpuPools") or ():
+        limit = pool.get("gpuLimit")
+        if pool.get("kind") != "gpu" or limit is None:
+            continue
+        per_gpu = pool.get("slicesPerGpu") if pool.get("gpuResource") else 1
+        if not per_gpu:
+            continue
+        unit = (
+            "time-slices"
+            if pool.get("timeSlicingReplicas")
+            else "MIG devices"
+            if pool.get("migProfile") and pool.get("gpuResource")
+            else "GPUs"
         )
-    return findings
+        caps[str(pool["name"])] = PoolCap(parse_quantity(str(limit)), unit, int(per_gpu))
+    return caps
 
 
-def _karpenter_findings(step: Step) -> list[Finding]:
-    where = f"{step.op} {step.type} {step.name}"
-    if step.op not in ("delete", "replace") or step.type not in KARPENTER_OBJECTS:
+def _duration(seconds: int) -> str:
+    """`86400` -> `24h`, `87000` -> `24h10m`: as Karpenter spells durations."""
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    text = "".join(f"{n}{u}" for n, u in ((hours, "h"), (minutes, "m"), (secs, "s")) if n)
+    return text or "0s"
+
+
+DEFAULT_DELETE_WAIT = _duration(K8S_DEFAULT_DELETE_TIMEOUT_SECONDS)
+
+
+# --- Findings: each a pure function of the change --------------------------------------------------------
+
+
+def _where(step: Step) -> str:
+    return f"{step.op} {step.type} {step.name}"
+
+
+def _region_findings(change: Change) -> list[Finding]:
+    moved = region_move(change.before, change.after)
+    if moved is None:
         return []
-    if step.type.endswith(":NodePool"):
-        return [
-            Finding(
-                f"{where}: Karpenter deletes every NodeClaim of the pool, draining and terminating its nodes "
-                "at once (disruption budgets do not apply; terminationGracePeriod bounds the drain)"
-            )
-        ]
+    count = sum(1 for _, s in change.of("replace") if s.region_move)
+    # Resources named after the old region's zones have no counterpart there: deleted, and created anew.
+    anew = sum(1 for _, s in change.of("delete") if regional(s.type))
+    target = change.after.region
     return [
         Finding(
-            f"{where}: Karpenter's finalizer holds the delete until no node launched from this class remains "
-            "(they go as their pool drifts, within its budgets, or with their pool); pulumi-kubernetes waits "
-            "up to 10 minutes, then fails, and the next `up` retries"
+            f"aws:region {moved}: every regional resource is replaced ({count}, and {anew} named after the "
+            "old region's zones deleted and created anew), the cluster and every object in it with it: a "
+            f"new, empty cluster in {target} (no workloads, volumes or metrics of the old one), and the old "
+            "one deleted at the end of the same `up`. That is a new stack, not a change: deploy one in "
+            f"{target}, move the workloads, then destroy this one (docs/operations.md)",
+            blocking=True,
         )
     ]
 
 
-def _findings(olds: Mapping[str, Resource], after: State, steps: Mapping[str, Step]) -> list[Finding]:
+def _kubernetes_version_findings(change: Change) -> list[Finding]:
     findings = []
-    for key, step in steps.items():
-        where = f"{step.type} {step.name}"
-        findings += _karpenter_findings(step)
-        if step.op == "replace":
-            old, new = olds[key], after.resources[key]
-            if step.type in CRITICAL_REPLACEMENTS:
-                findings.append(Finding(f"replace {where} ({', '.join(step.because)})"))
-            # The engine refuses to replace a resource its state marks protected, unless the program
-            # unprotects it first.
-            if old.protect and new.protect:
-                findings.append(
-                    Finding(f"replace {where}: the resource is protected; `pulumi up` refuses", blocking=True)
+    for key, step in change.of("update"):
+        if step.type != CLUSTER or "version" not in step.paths:
+            continue
+        current, target = (
+            change.old(key).inputs.get("version"),
+            change.after.resources[key].inputs.get("version"),
+        )
+        refused = control_plane_version_move(str(current), str(target)) if current and target else None
+        if refused:
+            findings.append(
+                Finding(
+                    f"{_where(step)}: {KUBERNETES_VERSION} {current} -> {target}: {refused}", blocking=True
                 )
-            facts = replacement_facts(step.type)
-            kept = [p for p in facts.identity if _value(new.inputs, p) is not None]
-            # A cascaded replacement lands in a new cluster or takes new identifiers: no collision to claim.
-            if (
-                not step.delete_first
-                and not step.cascaded
-                and facts.identity
-                and len(kept) == len(facts.identity)
-                and all(_value(old.inputs, p) == _value(new.inputs, p) for p in kept)
-            ):
-                findings.append(
-                    Finding(
-                        f"replace {where} creates the new one first with the same {', '.join(kept)}: it "
-                        "collides with the old one (or the old one's delete undoes it); give the resource "
-                        "`delete_before_replace=True` or change its name",
-                        blocking=True,
-                    )
-                )
-        if step.op == "update":
-            for refused in replacement_facts(step.type).refused_updates:
-                if any(_covers([refused.path], p) for p in step.because):
-                    findings.append(
-                        Finding(f"update {where} changes {refused.path}, which {refused.why}", blocking=True)
-                    )
+            )
     return findings
+
+
+def _collides(change: Change, key: str, step: Step) -> list[str]:
+    """The identity inputs a create-first replacement keeps (empty when it keeps none): the new resource would
+    take the old one's name (or the old one's delete would undo it). Values that come from a replaced
+    resource are new; a resource of a replaced provider or another region lands elsewhere."""
+    facts = replacement_facts(step.type)
+    old, new = change.old(key), change.after.resources[key]
+    if step.delete_first or step.region_move or not facts.identity:
+        return []
+    replaced = {k for k, s in change.steps.items() if s.op == "replace"}
+    if new.provider in replaced:
+        return []
+    kept = []
+    for path in facts.identity:
+        value = _value(new.inputs, path)
+        top = re.split(r"[.\[]", path)[0]
+        fresh = any(d in replaced for d in new.property_dependencies.get(top, ()))
+        if value is None or fresh or value != _value(old.inputs, path):
+            return []
+        kept.append(path)
+    return kept
+
+
+def _replacement_findings(change: Change) -> list[Finding]:
+    findings = []
+    for key, step in change.of("replace"):
+        old, new = change.old(key), change.after.resources[key]
+        if step.type in CRITICAL_REPLACEMENTS:
+            findings.append(Finding(f"replace {step.type} {step.name} ({', '.join(step.because)})"))
+        # The engine refuses to replace a resource its state marks protected, unless the program unprotects
+        # it first.
+        if old.protect and new.protect:
+            findings.append(
+                Finding(f"{_where(step)}: the resource is protected; `pulumi up` refuses", blocking=True)
+            )
+        kept = _collides(change, key, step)
+        if kept:
+            findings.append(
+                Finding(
+                    f"{_where(step)} creates the new one first with the same {', '.join(kept)}: it collides "
+                    "with the old one (or the old one's delete undoes it); give the resource "
+                    "`delete_before_replace=True` or change its name",
+                    blocking=True,
+                )
+            )
+        findings += _release_replacement_findings(step, new)
+    return findings
+
+
+def _release_replacement_findings(step: Step, new: Resource) -> list[Finding]:
+    """A Helm release replaced create-first cannot take over what the old one owns outside its namespace;
+    replaced delete-first, what it runs is gone until the new one is ready."""
+    scope = CHARTS.get(chart_of(new.inputs)) if step.type == RELEASE else None
+    if scope is None or step.cascaded:
+        return []
+    if not step.delete_first:
+        return [
+            Finding(
+                f"{_where(step)} installs the new release before uninstalling the old one: Helm refuses it, "
+                f"since the old release owns its {scope.cluster_scoped} (invalid ownership metadata); give "
+                "the release `delete_before_replace=True`",
+                blocking=True,
+            )
+        ]
+    outage = (
+        [Finding(f"{_where(step)} uninstalls the old release first: {scope.outage}")] if scope.outage else []
+    )
+    return outage + _crd_findings(step, new)
+
+
+def _crd_findings(step: Step, old: Resource) -> list[Finding]:
+    scope = CHARTS.get(chart_of(old.inputs)) if step.type == RELEASE else None
+    if scope is None or not scope.crds:
+        return []
+    return [
+        Finding(
+            f"{_where(step)}: deleting the {chart_of(old.inputs)} release deletes its CRDs, and with them "
+            f"every {scope.crds} object in the cluster, also those this stack did not declare"
+        )
+    ]
+
+
+def _refused_update_findings(change: Change) -> list[Finding]:
+    findings = []
+    for _, step in change.of("update"):
+        for refused in replacement_facts(step.type).refused_updates:
+            if any(_covers([refused.path], p) for p in step.paths):
+                findings.append(
+                    Finding(f"{_where(step)} changes {refused.path}, which {refused.why}", blocking=True)
+                )
+    return findings
+
+
+def _deletion_findings(change: Change) -> list[Finding]:
+    findings = []
+    for key, step in change.of("delete"):
+        old = change.old(key)
+        findings += _crd_findings(step, old)
+        if old.protect:
+            findings.append(
+                Finding(f"{_where(step)}: the resource is protected; `pulumi up` refuses", blocking=True)
+            )
+    return findings
+
+
+def _karpenter_findings(change: Change) -> list[Finding]:
+    """Deleting a NodePool or an EC2NodeClass (also to replace it) makes Karpenter drain and terminate nodes,
+    and pulumi-kubernetes waits for it."""
+    findings = []
+    for key, step in change.of("delete", "replace"):
+        if step.type == NODE_POOL:
+            findings.append(Finding(f"{_where(step)}: {_node_pool_deletion(change.old(key))}"))
+        elif step.type == NODE_CLASS:
+            findings.append(
+                Finding(
+                    f"{_where(step)}: Karpenter's finalizer holds the delete until no node launched from "
+                    "this class remains (they go as their pool drifts, within its budgets, or with their "
+                    f"pool); pulumi-kubernetes waits up to {DEFAULT_DELETE_WAIT}, then fails, and the next "
+                    "`up` retries"
+                )
+            )
+    return findings
+
+
+def _node_pool_deletion(old: Resource) -> str:
+    """What deleting a NodePool does: the drain of all its nodes at once, bounded by its grace period, and
+    how long `pulumi up` waits for it (foreground deletion: the NodeClaims block their pool's delete)."""
+    grace = _value(old.inputs, "spec.template.spec.terminationGracePeriod")
+    timeout = old.delete_timeout or f"{K8S_DEFAULT_DELETE_TIMEOUT_SECONDS}s"
+    wait = _duration(duration_seconds(timeout))
+    drain = (
+        f"each drain waits up to the pool's terminationGracePeriod ({grace}) for pods to leave, then "
+        "terminates the node anyway"
+        if grace
+        else "with no terminationGracePeriod a drain waits as long as PodDisruptionBudgets or "
+        "karpenter.sh/do-not-disrupt pods block it"
+    )
+    return (
+        "Karpenter deletes every NodeClaim of the pool, draining and terminating its nodes at once "
+        f"(disruption budgets do not apply); {drain}. `pulumi up` waits for the NodePool to be gone, which "
+        f"its NodeClaims hold until their nodes are, for up to {wait}"
+        + (
+            ""
+            if old.delete_timeout
+            else " (pulumi-kubernetes' default), then fails and the next `up` waits again"
+        )
+    )
+
+
+def _job_findings(change: Change) -> list[Finding]:
+    """Creating a Job runs it (and `pulumi up` waits for it); on a Karpenter pool that launches a node."""
+    findings = []
+    for key, step in change.of("create", "replace"):
+        if step.type != JOB:
+            continue
+        pool = _value(change.after.resources[key].inputs, "spec.template.spec.nodeSelector")
+        where = (
+            f" on a node Karpenter launches in pool {pool[NODEPOOL_LABEL]}"
+            if pool and NODEPOOL_LABEL in pool
+            else ""
+        )
+        again = " again" if step.op == "replace" else ""
+        findings.append(Finding(f"{_where(step)}: the Job runs{again}{where}, and `pulumi up` waits for it"))
+    return findings
+
+
+def _offering_findings(change: Change) -> list[Finding]:
+    """Whether the region offers a pool's instance types is not known offline (no per-region offering table
+    could be sourced: EC2 answers DescribeInstanceTypeOfferings per account and region only), so say so
+    where it matters: a new pool, new instance requirements, a new region."""
+    region = change.after.region
+    findings = []
+    for key, step in change.of("create", "update", "replace"):
+        if step.type != NODE_POOL or region is None:
+            continue
+        moved = step.op != "update" or any(p.startswith(REQUIREMENTS) for p in step.paths)
+        if not moved:
+            continue
+        requirements = _value(change.after.resources[key].inputs, REQUIREMENTS) or []
+        chosen = {r["key"]: r.get("values", []) for r in requirements if r.get("operator") == "In"}
+        patterns = chosen.get(INSTANCE_TYPE) or [f"{f}.*" for f in chosen.get(INSTANCE_FAMILY, [])]
+        if not patterns:
+            continue
+        findings.append(
+            Finding(
+                f"{_where(step)}: whether {region} offers the pool's instance types "
+                f"({', '.join(patterns)}) is not checked (no per-region offering table can be had "
+                f"offline); `aws ec2 describe-instance-type-offerings --region {region} --location-type "
+                f"availability-zone --filters Name=instance-type,Values={','.join(patterns)}` lists the "
+                "zones that do"
+            )
+        )
+    return findings
+
+
+def _gpu_cap_findings(change: Change) -> list[Finding]:
+    """A pool that shares its GPUs caps slices: a new sharing ratio moves its physical GPU cap even where
+    `limits.nvidia.com/gpu` stays."""
+    old_caps, new_caps = pool_caps(change.before), pool_caps(change.after)
+    findings = []
+    for name, new in new_caps.items():
+        old = old_caps.get(name)
+        if old is None or old.gpus == new.gpus or (old.per_gpu == 1 and new.per_gpu == 1):
+            continue
+        findings.append(
+            Finding(
+                f"pool {name}: its GPU cap goes from {old} to {new}: the pool may now hold "
+                f"{'more' if new.gpus > old.gpus else 'fewer'} physical GPUs"
+            )
+        )
+    return findings
+
+
+FINDINGS: tuple[Callable[[Change], list[Finding]], ...] = (
+    _region_findings,
+    _kubernetes_version_findings,
+    _replacement_findings,
+    _refused_update_findings,
+    _deletion_findings,
+    _karpenter_findings,
+    _job_findings,
+    _offering_findings,
+    _gpu_cap_findings,
+)
+"""The rules a plan is read with, in the order their findings are listed (blocking ones first)."""
 
 
 # --- Rendering ----------------------------------------------------------------------------------------

@@ -76,6 +76,9 @@ class Registration:
     """URNs this resource had before (its `aliases` option): the engine moves their state to it."""
     import_id: str | None = None
     """Its `import_` option: the id of an existing resource the engine adopts instead of creating one."""
+    custom_timeouts: dict[str, str] = field(default_factory=dict)
+    """Its `custom_timeouts` option (`create`, `update`, `delete`), as the engine records them in the state;
+    the delete of a resource the program no longer declares waits by the state's."""
 
 
 class RecordingMonitor(MockMonitor):
@@ -145,6 +148,11 @@ class RecordingMonitor(MockMonitor):
                 outputs=_unwrap(rpc.deserialize_properties(response.object), mask=False),
                 aliases=_alias_urns(request, response.urn),
                 import_id=request.importId or None,
+                custom_timeouts={
+                    op: getattr(request.customTimeouts, op)
+                    for op in ("create", "update", "delete")
+                    if getattr(request.customTimeouts, op)
+                },
             )
         )
         return response
@@ -156,9 +164,11 @@ def _alias_urns(request: Any, urn: str) -> list[str]:
     stack, project = urn.removeprefix("urn:pulumi:").split("::")[:2]
     result = []
     for alias in request.aliases:
-        # Aliases that only name an older API version of the same type (the SDKs add those to every
-        # Kubernetes kind with one) say nothing about this program; keep the ones that move a resource.
-        if not (alias.urn or alias.spec.name or alias.spec.parentUrn or alias.spec.noParent):
+        # Aliases that only name another API version of a built-in Kubernetes kind (the SDK adds those to
+        # every kind that had one) say nothing about this program; keep the ones that move a resource, and
+        # the API versions the program names for its custom resources.
+        moves = alias.urn or alias.spec.name or alias.spec.parentUrn or alias.spec.noParent
+        if not moves and not _custom_resource_type(alias.spec.type):
             continue
         if alias.urn:
             result.append(alias.urn)
@@ -175,6 +185,15 @@ def _alias_urns(request: Any, urn: str) -> list[str]:
         where = f"{spec.stack or stack}::{spec.project or project}"
         result.append(f"urn:pulumi:{where}::{qualified}::{spec.name or request.name}")
     return result
+
+
+def _custom_resource_type(type_token: str) -> bool:
+    """A pulumi-kubernetes type token of a custom resource: its API group has a dot and is not under
+    `k8s.io`, which Kubernetes keeps for its own APIs (as it does the groups without a dot, `apps`,
+    `batch`, the core group); `helm.sh` is pulumi-kubernetes's own."""
+    package, _, rest = type_token.partition(":")
+    group = rest.partition("/")[0]
+    return package == "kubernetes" and "." in group and not group.endswith("k8s.io") and group != "helm.sh"
 
 
 def _unwrap(value: Any, *, mask: bool) -> Any:

@@ -86,6 +86,8 @@ def _resource_entry(resource: Registration) -> dict[str, Any]:
         entry["aliases"] = sorted(short(a) for a in resource.aliases)
     if resource.import_id:
         entry["import"] = resource.import_id
+    if resource.custom_timeouts:
+        entry["customTimeouts"] = dict(sorted(resource.custom_timeouts.items()))
     if resource.masked_inputs:
         entry["inputs"] = sorted_keys(resource.masked_inputs)
     return entry

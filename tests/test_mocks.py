@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from pulumi.runtime import MockCallArgs, MockResourceArgs
 
-from facts.eks import ADDON_VERSION, KUBE_PROXY, kube_proxy_minor
+from facts.eks import ADDON_VERSION, KUBE_PROXY, kube_proxy_minor, node_group_release_parameter
 from synth.mocks import ACCOUNT_ID, AwsMocks, zone_id_prefix
 
 US = AwsMocks("us-west-2")
@@ -451,3 +451,38 @@ def test_alerting_resources_ids_and_arns() -> None:
         US, "aws:amp/alertManagerDefinition:AlertManagerDefinition", "observability", workspaceId="ws-1"
     )
     assert definition_id == "ws-1"
+
+
+# --- SSM public parameters: the recommended node releases --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("ami_type", "minor"), [("AL2023_x86_64_STANDARD", "1.35"), ("AL2023_ARM_64_STANDARD", "1.36")]
+)
+def test_recommended_al2023_release_is_the_minors_patch_and_a_build_date(ami_type: str, minor: str) -> None:
+    """SSM answers `<Kubernetes patch version>-<build date>` (awslabs/amazon-eks-ami CHANGELOG.md, "Release
+    version" of each AMI release), the value a managed node group's `releaseVersion` takes; a public
+    parameter's ARN has no account."""
+    name = node_group_release_parameter(ami_type, minor)
+    answer = call(US, "aws:ssm/getParameter:getParameter", name=name)
+    assert re.fullmatch(rf"{re.escape(minor)}\.\d+-20\d{{6}}", answer["insecureValue"])
+    assert answer["value"] == answer["insecureValue"]
+    assert answer["arn"] == f"arn:aws:ssm:us-west-2::parameter{name}"
+    assert (answer["id"], answer["name"], answer["type"]) == (name, name, "String")
+
+
+def test_bottlerocket_release_is_an_image_version() -> None:
+    name = node_group_release_parameter("BOTTLEROCKET_ARM_64", "1.35")
+    assert name == "/aws/service/bottlerocket/aws-k8s-1.35/arm64/latest/image_version"
+    assert re.fullmatch(
+        r"\d+\.\d+\.\d+-[0-9a-f]{8}", call(US, "aws:ssm/getParameter:getParameter", name=name)["value"]
+    )
+
+
+def test_a_parameter_ssm_does_not_hold_is_not_found() -> None:
+    with pytest.raises(ValueError, match="ParameterNotFound"):
+        call(
+            US,
+            "aws:ssm/getParameter:getParameter",
+            name="/aws/service/eks/optimized-ami/1.20/amazon-linux-2023/x86_64/standard/recommended/release_version",
+        )

@@ -1,5 +1,6 @@
 """Smoke job: a real CUDA check pinned to a GPU pool, valid against the Kubernetes schema."""
 
+import re
 from typing import Any
 
 import kubernetes_validate
@@ -28,7 +29,9 @@ ENABLED = {"enabled": True, "nodePool": "gpu-inference"}
 def job(**smoke: Any) -> dict[str, Any]:
     pool = NodePoolConfig.model_validate(POOL)
     smoke_config = SmokeTestConfig.model_validate({**ENABLED, **smoke})
-    return smoke_job(pool, smoke_config, gpu_operator=GpuOperatorConfig())
+    return smoke_job(
+        pool, smoke_config, gpu_operator=GpuOperatorConfig(), kubernetes_version="1.35", cluster_name="ml"
+    )
 
 
 def test_the_job_passes_the_kubernetes_schema() -> None:
@@ -48,7 +51,7 @@ def test_the_job_is_placed_on_the_pool_tolerates_its_taints_and_asks_for_one_gpu
     assert pod["restartPolicy"] == "Never"
 
 
-def test_the_default_check_is_nvidias_cuda_sample_and_the_job_cleans_itself_up() -> None:
+def test_the_default_check_is_nvidias_cuda_sample_and_the_finished_job_stays() -> None:
     manifest = job()
     (container,) = manifest["spec"]["template"]["spec"]["containers"]
     assert (
@@ -56,7 +59,9 @@ def test_the_default_check_is_nvidias_cuda_sample_and_the_job_cleans_itself_up()
         "@sha256:7c7540bdf1f942d4fb6db97069fd6c289471b54ac29e3c7fcdf914cf77af7d41"
     )
     assert "command" not in container  # the image's entrypoint runs vectorAdd
-    assert manifest["spec"]["ttlSecondsAfterFinished"] == 600
+    # Kept, so that `pulumi refresh` finds it and does not run it again (a TTL is opt-in).
+    assert "ttlSecondsAfterFinished" not in manifest["spec"]
+    assert job(ttlSecondsAfterFinished=600)["spec"]["ttlSecondsAfterFinished"] == 600
     assert manifest["spec"]["activeDeadlineSeconds"] == 1800
 
 
@@ -130,7 +135,13 @@ def test_mixed_mig_pools_request_their_mig_resource() -> None:
         }
     )
     mixed = GpuOperatorConfig.model_validate({"mig": {"strategy": "mixed"}})
-    manifest = smoke_job(pool, SmokeTestConfig.model_validate(ENABLED), gpu_operator=mixed)
+    manifest = smoke_job(
+        pool,
+        SmokeTestConfig.model_validate(ENABLED),
+        gpu_operator=mixed,
+        kubernetes_version="1.35",
+        cluster_name="ml",
+    )
     (container,) = manifest["spec"]["template"]["spec"]["containers"]
     assert container["resources"]["limits"]["nvidia.com/mig-1g.5gb"] == "1"
     assert "nvidia.com/gpu" not in container["resources"]["limits"]
@@ -160,3 +171,47 @@ def test_a_cpu_pool_cannot_host_the_smoke_test() -> None:
     assert isinstance(error, ConfigError)
     assert "gpu-eks:smokeTest.nodePool = 'burst': names a CPU pool" in str(error)
     assert monitor.registrations == []
+
+
+# --- the Job runs again only when what it tests changes -------------------------------------------
+
+
+def job_name(pool: dict[str, Any] = POOL, version: str = "1.35", **smoke: Any) -> str:
+    smoke_config = SmokeTestConfig.model_validate({**ENABLED, **smoke})
+    manifest = smoke_job(
+        NodePoolConfig.model_validate(pool),
+        smoke_config,
+        gpu_operator=GpuOperatorConfig(),
+        kubernetes_version=version,
+        cluster_name="ml",
+    )
+    return str(manifest["metadata"]["name"])
+
+
+def test_the_job_is_named_after_what_it_tests() -> None:
+    name = job_name()
+    assert re.fullmatch(r"cuda-smoke-test-[0-9a-f]{10}", name)
+    assert job_name() == name  # deterministic
+    for changed in (
+        job_name({**POOL, "ami": "al2023@v20260801"}),  # the nodes
+        job_name({**POOL, "taints": []}),
+        job_name(version="1.36"),  # the cluster
+        job_name(image=PINNED),  # the check
+    ):
+        assert changed != name
+    # What the test does not prove leaves the finished Job alone: no GPU node launched for nothing.
+    assert job_name({**POOL, "limits": {"nvidia.com/gpu": "8"}}) == name
+    assert job_name({**POOL, "disruption": {"consolidateAfter": "30m"}}) == name
+    assert job_name(timeoutSeconds=3600, ttlSecondsAfterFinished=60) == name
+
+
+def test_the_digest_covers_the_gpu_operator() -> None:
+    pool = NodePoolConfig.model_validate(POOL)
+    smoke_config = SmokeTestConfig.model_validate(ENABLED)
+    names = {
+        smoke_job(pool, smoke_config, gpu_operator=operator, kubernetes_version="1.35", cluster_name="ml")[
+            "metadata"
+        ]["name"]
+        for operator in (GpuOperatorConfig(), GpuOperatorConfig.model_validate({"version": "v26.7.1"}))
+    }
+    assert len(names) == 2

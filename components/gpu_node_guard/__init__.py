@@ -14,6 +14,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.cluster import SYSTEM_NODE_SELECTOR
+from components.custom_resources import api_version_aliases
 from components.gpu_node_guard.manifests import manifests
 from config.gpu_node_guard import GpuNodeGuardConfig
 from config.node_pools import NodePoolConfig
@@ -33,6 +34,8 @@ _RESOURCES: dict[str, Any] = {
         k8s.apiextensions.CustomResource, api_version="monitoring.coreos.com/v1", kind="ServiceMonitor"
     ),
 }
+_CUSTOM = frozenset({"ServiceMonitor"})
+"""Kinds declared as custom resources (the SDK aliases the built-in kinds' other API versions itself)."""
 _ARGUMENTS = {
     "immutable": "immutable",
     "metadata": "metadata",
@@ -90,6 +93,7 @@ class GpuNodeGuard(pulumi.ComponentResource):
                     # Named objects: a replacement (new namespace, selector, roleRef) must delete the old one
                     # first. The ConfigMap is named after its content, so it is created before the old goes.
                     delete_before_replace=kind != "ConfigMap",
+                    aliases=api_version_aliases(manifest["apiVersion"], kind) if kind in _CUSTOM else None,
                 ),
             )
             if kind == "Namespace":

@@ -20,6 +20,7 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from components.cluster import SYSTEM_NODE_SELECTOR, Cluster
+from components.custom_resources import api_version_aliases
 from components.gpu_operator import POD_SECURITY_LABELS
 from components.karpenter.iam import pod_identity_trust_policy
 from components.observability.alerts import alert_groups
@@ -222,6 +223,7 @@ class Observability(pulumi.ComponentResource):
                     provider=cluster.provider,
                     depends_on=[self.crd_release],
                     delete_before_replace=True,
+                    aliases=api_version_aliases("monitoring.coreos.com/v1", "PrometheusRule"),
                 ),
             )
             release_needs.append(storage_class)

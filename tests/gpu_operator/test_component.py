@@ -258,7 +258,7 @@ def test_stack_output(any_stack: ProgramRun) -> None:
                     }
                 ]
             },
-            "gpu-eks:nodePools[0]",
+            "gpu-eks:nodePools[0].mig.profile",
         ),
         ({"gpuOperator": {"version": "26.7.0"}}, "gpu-eks:gpuOperator.version"),
         ({"gpuOperator": {"version": "v26.8.0"}}, "gpu-eks:gpuOperator.version"),

@@ -274,7 +274,7 @@ def test_mig_refused_on_g5() -> None:
     g5 = pool("inference", instance_families=("g5",), mig_profile="all-1g.10gb")
     with pytest.raises(MigNotSupportedError) as info:
         values([g5])
-    assert "GPU pool 'inference' asks for MIG" in str(info.value)
+    assert str(info.value).startswith("A10G GPUs (g5) do not support MIG, and GPU pool 'inference' may")
     assert "g5.xlarge (a10g)" in str(info.value)
 
 

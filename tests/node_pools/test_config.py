@@ -141,8 +141,8 @@ def test_a_cpu_pool_has_no_gpu_taint() -> None:
         ),
         (
             pool(mig={"profile": "all-1g.10gb"}),
-            "gpu-eks:nodePools[0]: GPU pool 'gpu-inference' asks for MIG, but it may launch instance types "
-            "whose GPUs have no MIG",
+            "gpu-eks:nodePools[0].mig.profile = 'all-1g.10gb': A10G GPUs (g5) and L4 GPUs (g6) do not "
+            "support MIG, and GPU pool 'gpu-inference' may launch them",
         ),
         (
             {"name": "burst", "kind": "cpu", "gpuNames": ["l4"], "limits": {"cpu": "64"}},

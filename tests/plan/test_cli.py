@@ -26,15 +26,17 @@ def test_from_config_plans_against_another_stack_file(
     older.write_text(yaml.safe_dump(document))
     assert main(["plan", "dev", "--from-config", str(older), "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == [
+        # The smoke test is named after the nodes it runs on: it runs again on the new AMI.
+        {"op": "replace", "type": "kubernetes:batch/v1:Job", "name": "smoke-test"},
         {
             "op": "update",
             "type": "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass",
             "name": "node-pools-class-gpu-inference",
-        }
+        },
     ]
     assert main(["plan", "dev", "--from-config", str(older), "--markdown"]) == 0
     markdown = capsys.readouterr().out
-    assert markdown.startswith("### `dev`: 0 to create, 1 to update, 0 to replace, 0 to delete")
+    assert markdown.startswith("### `dev`: 0 to create, 1 to update, 1 to replace, 0 to delete")
     assert (
         "| update | `kubernetes:karpenter.k8s.aws/v1:EC2NodeClass` | `node-pools-class-gpu-inference` |"
         in markdown
@@ -161,3 +163,41 @@ def test_a_refused_working_tree_configuration_exits_2(
     assert captured.err.startswith("Diagnostics:\n  pulumi:pulumi:Stack (gpu-eks-dev):\n    error: ")
     assert "gpu_eks:network = " in captured.err
     assert "did you mean gpu-eks:network?" in captured.err
+
+
+# --- the two changes of issue 24, as a user runs them -------------------------------------------------
+
+
+def _previous_with(tmp_path: Path, section: str, **values: str) -> Path:
+    """Pulumi.dev.yaml with `values` set in `section`, as the previous state's stack file."""
+    document = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
+    document["config"][f"gpu-eks:{section}"].update(values)
+    older = tmp_path / "Pulumi.dev-before.yaml"
+    older.write_text(yaml.safe_dump(document))
+    return older
+
+
+def test_a_vpc_cidr_change_is_marked_and_exits_non_zero(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    older = _previous_with(tmp_path, "network", cidr="10.21.0.0/16")
+    assert main(["plan", "dev", "--from-config", str(older)]) == 1
+    out = capsys.readouterr().out
+    assert (
+        "  !! update eks:index:Cluster cluster changes vpcId, which moves the cluster's subnets to another "
+        "VPC" in out
+    )
+    assert "gpu-eks:network.cidr" in out
+    assert main(["plan", "dev", "--from-config", str(older), "--markdown"]) == 1
+    assert (
+        "> - **cannot deploy as planned:** update eks:index:Cluster cluster changes vpcId"
+        in capsys.readouterr().out
+    )
+
+
+def test_a_gpu_operator_namespace_change_deploys(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    older = _previous_with(tmp_path, "gpuOperator", namespace="nvidia")
+    assert main(["plan", "dev", "--from-config", str(older)]) == 0
+    out = capsys.readouterr().out
+    assert "  +-replace (delete first) kubernetes:helm.sh/v3:Release gpu-operator  [namespace]" in out
+    assert "!!" not in out

@@ -2,11 +2,21 @@
 order, what cascades, and what is called out. Transitions of the real program are in test_transitions.py."""
 
 import json
+from decimal import Decimal
 from typing import Any
 
 import pytest
 
-from synth.plan import Resource, State, changed_paths, plan, state_of_run, state_of_snapshot
+from synth.plan import (
+    PoolCap,
+    Resource,
+    State,
+    changed_paths,
+    plan,
+    pool_caps,
+    state_of_run,
+    state_of_snapshot,
+)
 from synth.runner import ProgramRun
 from synth.snapshot import render
 
@@ -278,7 +288,16 @@ def test_snapshot_and_run_states_agree(dev: ProgramRun) -> None:
             r.delete_before_replace,
         ), key
         assert sorted(s.ignore_changes) == sorted(r.ignore_changes)
+        assert s.delete_timeout == r.delete_timeout, key
     assert plan(from_snapshot, from_run).steps == ()
+
+
+def test_snapshot_states_carry_the_stacks_outputs(prod: ProgramRun) -> None:
+    files = render(prod)
+    from_snapshot = state_of_snapshot(files["resources.yaml"], "snapshot", files["outputs.yaml"])
+    assert from_snapshot.region == state_of_run(prod, "run").region == "us-west-2"
+    assert pool_caps(from_snapshot) == pool_caps(state_of_run(prod, "run"))
+    assert any(r.delete_timeout for r in from_snapshot.resources.values())  # the training pool's
 
 
 @pytest.mark.parametrize("op", ["create", "delete"])
@@ -288,3 +307,128 @@ def test_a_stack_without_previous_state_is_all_creates(dev: ProgramRun, op: str)
     result = plan(empty, run_state) if op == "create" else plan(run_state, empty)
     assert {s.op for s in result.steps} == {op}
     assert len(result.steps) == len(run_state.resources)
+
+
+# --- what `pulumi up` cannot carry out (issue 24) -----------------------------------------------
+
+RELEASE = "kubernetes:helm.sh/v3:Release"
+
+
+@pytest.mark.parametrize(
+    "chart", ["gpu-operator", "oci://public.ecr.aws/karpenter/karpenter", "kube-prometheus-stack"]
+)
+def test_a_release_owning_cluster_scoped_objects_cannot_be_replaced_create_first(chart: str) -> None:
+    before = state(resource(RELEASE, "r", {"chart": chart, "name": "r", "namespace": "a"}))
+    moved = {"chart": chart, "name": "r", "namespace": "b"}
+    create_first = plan(before, state(resource(RELEASE, "r", moved)))
+    assert create_first.blocking
+    assert "Helm refuses it, since the old release owns its Cluster" in create_first.findings[0].message
+    delete_first = plan(before, state(resource(RELEASE, "r", moved, delete_before_replace=True)))
+    assert not delete_first.blocking
+    assert "uninstalls the old release first" in delete_first.findings[0].message
+
+
+def test_a_release_without_cluster_scoped_objects_may_move_create_first() -> None:
+    chart = "aws-efa-k8s-device-plugin"
+    before = state(resource(RELEASE, "r", {"chart": chart, "name": "r", "namespace": "a"}))
+    result = plan(before, state(resource(RELEASE, "r", {"chart": chart, "name": "r", "namespace": "b"})))
+    assert [s.op for s in result.steps] == ["replace"]
+    assert result.findings == ()
+
+
+def test_replacing_a_crd_release_delete_first_says_what_goes_with_its_crds() -> None:
+    crds = {"chart": "oci://public.ecr.aws/karpenter/karpenter-crd", "name": "karpenter-crd"}
+    before = state(resource(RELEASE, "crd", {**crds, "namespace": "kube-system"}))
+    after = state(resource(RELEASE, "crd", {**crds, "namespace": "karpenter"}, delete_before_replace=True))
+    [finding] = plan(before, after).findings
+    assert "deletes its CRDs, and with them every NodePool, NodeClaim, EC2NodeClass" in finding.message
+
+
+def test_a_cascaded_replacement_keeping_an_identity_that_no_replaced_resource_feeds_collides() -> None:
+    """A NAT gateway moved to a new subnet keeps its Elastic IP: the new one cannot take it while the old one
+    holds it. Its subnet comes from a replaced subnet; the allocation from an Eip that stays."""
+    subnet = "aws:ec2/subnet:Subnet"
+    nat = "aws:ec2/natGateway:NatGateway"
+    deps = {"subnetId": (f"{subnet}::public",), "allocationId": ("aws:ec2/eip:Eip::nat",)}
+    before = state(
+        resource(subnet, "public", {"cidrBlock": "10.0.0.0/24"}),
+        resource(
+            nat, "nat", {"subnetId": "subnet-1", "allocationId": "eipalloc-1"}, property_dependencies=deps
+        ),
+    )
+    after = state(
+        resource(subnet, "public", {"cidrBlock": "10.1.0.0/24"}),
+        resource(
+            nat, "nat", {"subnetId": "subnet-1", "allocationId": "eipalloc-1"}, property_dependencies=deps
+        ),
+    )
+    result = plan(before, after)
+    assert {s.name: (s.op, s.cascaded) for s in result.steps} == {
+        "public": ("replace", False),
+        "nat": ("replace", True),
+    }
+    [finding] = result.findings
+    assert finding.blocking
+    assert finding.message.startswith(
+        f"replace {nat} nat creates the new one first with the same allocationId"
+    )
+
+
+def test_an_update_the_api_refuses_is_blocking_when_it_cascades_too() -> None:
+    vpc, gateway = "aws:ec2/vpc:Vpc", "aws:ec2/internetGateway:InternetGateway"
+    deps = {"vpcId": (f"{vpc}::network",)}
+    before = state(
+        resource(vpc, "network", {"cidrBlock": "10.0.0.0/16"}),
+        resource(gateway, "igw", {"vpcId": "vpc-1"}, property_dependencies=deps),
+    )
+    after = state(
+        resource(vpc, "network", {"cidrBlock": "10.1.0.0/16"}),
+        resource(gateway, "igw", {"vpcId": "vpc-1"}, property_dependencies=deps),
+    )
+    result = plan(before, after)
+    step = result.find(gateway, "igw")
+    assert step is not None
+    assert (step.op, step.cascaded, step.paths) == ("update", True, ("vpcId",))
+    assert result.blocking
+    assert "Gateway.DependencyViolation" in result.findings[0].message
+
+
+@pytest.mark.parametrize(
+    ("current", "target", "refused"),
+    [("1.35", "1.36", False), ("1.35", "1.35", False), ("1.35", "1.34", True), ("1.33", "1.35", True)],
+)
+def test_control_plane_versions_move_one_minor_up(current: str, target: str, refused: bool) -> None:
+    cluster = "eks:index:Cluster"
+    before = state(resource(cluster, "c", {"name": "ml", "version": current}))
+    result = plan(before, state(resource(cluster, "c", {"name": "ml", "version": target})))
+    assert result.blocking == refused
+    if refused:
+        assert "gpu-eks:cluster.kubernetesVersion" in result.findings[0].message
+
+
+def test_pool_caps_come_from_the_gpu_pools_output() -> None:
+    def pools(*entries: dict[str, Any]) -> State:
+        return State({}, "outputs", {"gpuPools": list(entries)})
+
+    shared = {"name": "p", "kind": "gpu", "gpuLimit": "16", "gpuResource": "nvidia.com/gpu"}
+    caps = pool_caps(
+        pools(
+            {**shared, "slicesPerGpu": 4, "timeSlicingReplicas": 4},
+            {**shared, "name": "mig", "slicesPerGpu": 7, "migProfile": "all-1g.10gb", "gpuLimit": "56"},
+            {
+                **shared,
+                "name": "mixed",
+                "gpuResource": None,
+                "slicesPerGpu": None,
+                "migProfile": "all-balanced",
+            },
+            {**shared, "name": "unlike", "slicesPerGpu": None, "migProfile": "all-1g.10gb"},
+            {"name": "cpu", "kind": "cpu", "gpuLimit": None},
+        )
+    )
+    assert caps == {
+        "p": PoolCap(Decimal(16), "time-slices", 4),
+        "mig": PoolCap(Decimal(56), "MIG devices", 7),
+        "mixed": PoolCap(Decimal(16), "GPUs", 1),  # several MIG resources: the cap counts GPUs
+    }
+    assert caps["mig"].gpus == 8

@@ -8,8 +8,8 @@ from functools import cache
 
 import pytest
 
-from facts.replacement import REPLACEMENT, Replacement
-from synth.runner import ProgramRun, stacks
+from facts.replacement import CHARTS, REPLACEMENT, Replacement, chart_of
+from synth.runner import ProgramRun, Registration, stacks
 from tests.conftest import stack_run
 from tests.helpers import run
 from tests.observability.helpers import in_cluster_stack
@@ -118,3 +118,35 @@ def test_fact_paths_start_with_an_input_of_the_resource(type_token: str) -> None
     for path in _paths(REPLACEMENT[type_token]):
         first = re.split(r"[.\[]", path)[0]
         assert _snake(first) in inputs, f"{type_token}: {path!r} is not an input ({sorted(inputs)})"
+
+
+# --- Helm releases and what they own outside their namespace ------------------------------------------
+
+NAMESPACED_CHARTS = {"aws-efa-k8s-device-plugin"}
+"""Charts that render only namespaced objects (the EFA device plugin: a DaemonSet; see `CHARTS`)."""
+
+
+@cache
+def declared_releases() -> list[tuple[str, Registration]]:
+    runs = [stack_run(s) for s in stacks()] + _variants()
+    return [
+        (chart_of(r.inputs), r) for program in runs for r in program.of_type("kubernetes:helm.sh/v3:Release")
+    ]
+
+
+def test_every_declared_chart_says_what_it_owns_outside_its_namespace() -> None:
+    charts = {chart for chart, _ in declared_releases()}
+    assert charts - NAMESPACED_CHARTS <= CHARTS.keys(), charts - NAMESPACED_CHARTS - CHARTS.keys()
+    for chart, scope in CHARTS.items():
+        assert re.fullmatch(r"[\w.-]+/[\w.-]+", scope.source.repo), chart
+        assert re.fullmatch(r"[0-9a-f]{40}", scope.source.ref) or scope.source.note, chart
+
+
+def test_a_release_owning_cluster_scoped_objects_deletes_first_when_replaced() -> None:
+    """Helm installs no object another release owns: a create-first replacement (a new namespace) fails.
+    CRD releases are the exception: their namespace is fixed, and either order loses every custom object,
+    which the plan says instead."""
+    for chart, release in declared_releases():
+        scope = CHARTS.get(chart)
+        if scope is not None and not scope.crds:
+            assert release.delete_before_replace, (chart, release.name)

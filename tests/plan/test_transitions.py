@@ -9,9 +9,12 @@ from typing import Any
 
 import pytest
 
+from components import node_pools
+from components.karpenter_api import to_manifest
 from config.errors import ConfigError
+from synth import mocks
 from synth.plan import Plan, State, plan, state_of_run
-from synth.runner import run_program, stack_config
+from synth.runner import ProgramRun, run_program, stack_config
 from tests.conftest import stack_run
 
 Sections = dict[str, Any]
@@ -74,12 +77,30 @@ def pool(sections: Sections, name: str) -> dict[str, Any]:
 # --- AMI and node settings ----------------------------------------------------------------------
 
 
-def test_ami_bump_updates_the_node_class_in_place() -> None:
+SMOKE_JOB = ("kubernetes:batch/v1:Job", "smoke-test")
+
+
+def test_ami_bump_updates_the_node_class_in_place_and_runs_the_smoke_test_again() -> None:
     result = transition("dev", lambda s: pool(s, "gpu-inference").update(ami="al2023@v20260801"))
-    [step] = result.steps
-    assert (step.op, step.type, step.name) == ("update", NODE_CLASS, "node-pools-class-gpu-inference")
-    assert step.because == ("spec.amiSelectorTerms[0].alias",)
-    assert result.findings == ()  # Karpenter rolls the pool's nodes by drift, within its budgets
+    job, node_class = result.steps  # replacements are listed first
+    assert (node_class.op, node_class.type, node_class.name) == (
+        "update",
+        NODE_CLASS,
+        "node-pools-class-gpu-inference",
+    )
+    assert node_class.because == ("spec.amiSelectorTerms[0].alias",)
+    # Karpenter rolls the pool's nodes by drift, within its budgets; the smoke test, named after what it
+    # tests, proves the new AMI on a new node.
+    assert ((job.type, job.name), job.op, job.because) == (SMOKE_JOB, "replace", ("metadata.name",))
+    assert [f.message for f in result.findings] == [
+        "replace kubernetes:batch/v1:Job smoke-test: the Job runs again on a node Karpenter launches in pool "
+        "gpu-inference, and `pulumi up` waits for it"
+    ]
+
+
+def test_a_change_the_smoke_test_does_not_test_leaves_its_finished_job_alone() -> None:
+    result = transition("dev", lambda s: pool(s, "gpu-inference")["limits"].update({"cpu": "512"}))
+    assert [(s.op, s.name) for s in result.steps] == [("update", "node-pools-gpu-inference")]
 
 
 def test_ami_bump_of_one_pool_leaves_the_other_pools_alone() -> None:
@@ -115,9 +136,25 @@ def test_kubernetes_minor_bump_moves_cluster_node_group_and_add_ons_together_in_
         for addon in ("coredns", "eks-pod-identity-agent", "kube-proxy", "vpc-cni")
     ] + [
         ("update", "aws:eks/addon:Addon", "storage-aws-ebs-csi-driver", ("addonVersion",)),
-        ("update", "aws:eks/nodeGroup:NodeGroup", "cluster-system", ("version",)),
+        # The recommended AMI release of the new minor comes with it (SSM's answer for 1.36).
+        ("update", "aws:eks/nodeGroup:NodeGroup", "cluster-system", ("releaseVersion", "version")),
         ("update", CLUSTER, "cluster", ("version",)),
     ]
+
+
+def test_a_new_recommended_system_node_release_is_an_update_of_the_node_group(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Between minors, the system nodes follow the AMI release EKS recommends (security fixes): when SSM
+    names a newer one, the plan shows it as an update of the node group's releaseVersion, nothing else."""
+    committed = state_of_run(stack_run("prod"), "Pulumi.prod.yaml")
+    monkeypatch.setitem(mocks._RECOMMENDED_RELEASES, "1.35", "1.35.7-20260801")
+    newer = state_of_run(run_program(stack_config("prod"), stack="prod"), "a newer recommended release")
+    result = plan(committed, newer)
+    assert [(s.op, s.type, s.name, s.because) for s in result.steps] == [
+        ("update", "aws:eks/nodeGroup:NodeGroup", "cluster-system", ("releaseVersion",))
+    ]
+    assert result.findings == ()
 
 
 def test_support_policy_and_log_retention_are_updates_of_their_resources() -> None:
@@ -186,6 +223,13 @@ def test_adding_a_pool_creates_its_node_class_and_node_pool_only() -> None:
         (RELEASE, "gpu-operator"),
         ("kubernetes:apps/v1:Deployment", "gpu-node-guard-deployment"),
     }
+    # Whether the region has g6 capacity is not known offline: the plan says so, naming the pool.
+    assert [f.message for f in result.findings] == [
+        f"create {NODE_POOL} node-pools-gpu-batch: whether us-west-2 offers the pool's instance types (g6.*) "
+        "is not checked (no per-region offering table can be had offline); `aws ec2 "
+        "describe-instance-type-offerings --region us-west-2 --location-type availability-zone --filters "
+        "Name=instance-type,Values=g6.*` lists the zones that do"
+    ]
 
 
 def test_removing_a_pool_deletes_its_node_class_and_node_pool_only_and_says_so() -> None:
@@ -501,3 +545,229 @@ def test_first_up_after_node_classes_got_pool_names() -> None:
     assert len(result.of("delete")) == 2
     assert len(result.findings) == 2
     assert not result.blocking
+
+
+# --- changes `pulumi up` cannot carry out as planned (issue 24) ----------------------------------
+
+
+def between(stack: str, first: Callable[[Sections], None], second: Callable[[Sections], None]) -> Plan:
+    """The plan from the stack with `first` applied to the stack with `second` applied."""
+    states = []
+    for change in (first, second):
+        changed = sections(stack)
+        change(changed)
+        config = {k: v if k.startswith("aws:") else json.dumps(v) for k, v in changed.items()}
+        states.append(state_of_run(run_program(config, stack=stack), change.__name__))
+    return plan(*states)
+
+
+def blocking(result: Plan) -> list[str]:
+    return [f.message for f in result.findings if f.blocking]
+
+
+def test_a_new_vpc_cidr_is_refused_naming_the_key_and_the_way_to_do_it() -> None:
+    """The VPC and subnets are replaced create-first; the cluster cannot follow its subnets into another VPC,
+    the internet gateway cannot leave a VPC whose NAT addresses are still mapped, and a new NAT gateway
+    cannot take the Elastic IP the old one holds."""
+    result = transition("dev", lambda s: s["gpu-eks:network"].update(cidr="10.21.0.0/16"))
+    assert result.blocking
+    assert result.find("aws:ec2/vpc:Vpc", "network").op == "replace"  # type: ignore[union-attr]
+    cluster = result.find(CLUSTER, "cluster")
+    assert cluster is not None
+    assert (cluster.op, cluster.cascaded) == ("update", True)
+    assert "vpcId" in cluster.paths
+    messages = blocking(result)
+    assert any(
+        m.startswith(
+            "update eks:index:Cluster cluster changes vpcId, which moves the cluster's subnets to another VPC"
+        )
+        and "gpu-eks:network.cidr" in m
+        and "new stack" in m
+        for m in messages
+    ), messages
+    assert any(
+        m.startswith("update aws:ec2/internetGateway:InternetGateway network changes vpcId") for m in messages
+    )
+    assert any(
+        m.startswith(
+            "replace aws:ec2/natGateway:NatGateway network-us-west-2a creates the new one first with "
+            "the same allocationId"
+        )
+        for m in messages
+    )
+
+
+def test_moving_to_an_existing_vpc_is_refused_too() -> None:
+    def existing(s: Sections) -> None:
+        s["gpu-eks:network"] = {
+            "existing": {
+                "vpcId": "vpc-0123456789abcdef0",
+                "privateSubnetIds": ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"],
+            }
+        }
+
+    result = transition("dev", existing)
+    assert any(m.startswith("update eks:index:Cluster cluster changes vpcId") for m in blocking(result))
+
+
+def test_gpu_operator_namespace_change_replaces_its_release_delete_first_and_says_what_stops() -> None:
+    result = transition("dev", lambda s: s["gpu-eks:gpuOperator"].update(namespace="nvidia"))
+    assert not result.blocking
+    assert result.of("delete") == []
+    release = result.find(RELEASE, "gpu-operator")
+    assert release is not None
+    assert (release.op, release.because, release.delete_first) == ("replace", ("namespace",), True)
+    assert ops(result, "replace") == {
+        (RELEASE, "gpu-operator"),
+        ("kubernetes:core/v1:Namespace", "gpu-operator"),
+        SMOKE_JOB,  # the smoke test proves the reinstalled operator
+    }
+    finding = result.findings[0]
+    assert finding.message.startswith(
+        "replace kubernetes:helm.sh/v3:Release gpu-operator uninstalls the old release first: its "
+        "ClusterPolicy goes, and with it the operands on every GPU node"
+    )
+
+
+@pytest.mark.parametrize(
+    ("current", "target", "expected"),
+    [
+        ("1.35", "1.33", "EKS cannot downgrade a cluster's control plane: keep 1.35 (or move on to 1.36)"),
+        ("1.34", "1.36", "EKS upgrades a control plane one minor version at a time: set 1.35 first"),
+    ],
+)
+def test_kubernetes_version_moves_eks_refuses_are_blocking_and_name_the_next_version(
+    current: str, target: str, expected: str
+) -> None:
+    def version(value: str) -> Callable[[Sections], None]:
+        def move(s: Sections) -> None:
+            s["gpu-eks:cluster"]["kubernetesVersion"] = value
+
+        move.__name__ = f"kubernetes {value}"
+        return move
+
+    result = between("prod", version(current), version(target))
+    assert_nothing_replaced_or_deleted(result)
+    assert blocking(result) == [
+        f"update eks:index:Cluster cluster: gpu-eks:cluster.kubernetesVersion {current} -> {target}: "
+        + expected
+        + (f", run `pulumi up`, then move on to {target}" if "first" in expected else "")
+    ]
+
+
+def test_a_region_change_replaces_every_regional_resource_and_is_refused() -> None:
+    result = transition("dev", lambda s: s.update({"aws:region": "eu-west-1"}))
+    assert result.blocking
+    replaced = ops(result, "replace")
+    run = stack_run("dev")
+    regional = {
+        (r.type, r.name)
+        for r in run.resources
+        if r.type.startswith(("aws:", "eks:")) and not r.type.startswith("aws:iam/")
+    }
+    # Each is replaced, or (named after an availability zone of the old region) deleted, its counterpart in
+    # the new region's zones created.
+    assert regional <= replaced | ops(result, "delete")
+    assert {t for t, n in ops(result, "delete")} <= {t for t, n in ops(result, "create")}
+    assert all("us-west-2" in n for _, n in ops(result, "delete"))
+    assert not any(t.startswith("aws:iam/") for t, _ in replaced)  # IAM is global
+    # Everything in the cluster follows it.
+    assert {(r.type, r.name) for r in run.resources if r.type.startswith("kubernetes:")} <= replaced
+    moved = [s for s in result.of("replace") if s.region_move]
+    [message] = [m for m in blocking(result) if m.startswith("aws:region")]
+    zonal = [s for s in result.of("delete") if s.type.startswith("aws:")]
+    assert message.startswith(
+        f"aws:region us-west-2 -> eu-west-1: every regional resource is replaced ({len(moved)}, and "
+        f"{len(zonal)} named after the old region's zones deleted and created anew)"
+    )
+    assert "deploy one in eu-west-1" in message
+    # In another region the names are free: no collision is claimed for the regional replacements.
+    assert not any("collides" in m for m in blocking(result))
+
+
+def test_changing_a_pools_sharing_says_what_its_physical_gpu_cap_becomes() -> None:
+    def caps(result: Plan) -> list[str]:
+        return [f.message for f in result.findings if f.message.startswith("pool ")]
+
+    fewer_slices = transition("dev", lambda s: pool(s, "gpu-inference").update(timeSlicing={"replicas": 2}))
+    assert caps(fewer_slices) == [
+        "pool gpu-inference: its GPU cap goes from 4 GPUs (16 time-slices, 4 per GPU) to 8 GPUs (16 "
+        "time-slices, 2 per GPU): the pool may now hold more physical GPUs"
+    ]
+    assert not fewer_slices.blocking
+
+    def whole_gpus(s: Sections) -> None:
+        del pool(s, "gpu-inference")["timeSlicing"]
+
+    assert caps(transition("dev", whole_gpus)) == [
+        "pool gpu-inference: its GPU cap goes from 4 GPUs (16 time-slices, 4 per GPU) to 16 GPUs: the pool "
+        "may now hold more physical GPUs"
+    ]
+    # Raising the slices with the cap keeps the physical cap: nothing to call out.
+    same = transition(
+        "dev",
+        lambda s: pool(s, "gpu-inference").update(
+            timeSlicing={"replicas": 8}, limits={"nvidia.com/gpu": "32"}
+        ),
+    )
+    assert caps(same) == []
+
+
+def test_removing_the_training_pool_says_how_long_its_drain_and_the_wait_may_take() -> None:
+    def remove(s: Sections) -> None:
+        s["gpu-eks:nodePools"] = [p for p in s["gpu-eks:nodePools"] if p["name"] != "gpu-training"]
+
+    result = transition("prod", remove)
+    [message] = [f.message for f in result.findings if f.message.startswith(f"delete {NODE_POOL}")]
+    assert message == (
+        f"delete {NODE_POOL} node-pools-gpu-training: Karpenter deletes every NodeClaim of the pool, "
+        "draining and terminating its nodes at once (disruption budgets do not apply); each drain waits up "
+        "to the pool's terminationGracePeriod (24h) for pods to leave, then terminates the node anyway. "
+        "`pulumi up` waits for the NodePool to be gone, which its NodeClaims hold until their nodes are, for "
+        "up to 24h10m"
+    )
+    inference = transition("prod", lambda s: s.update({"gpu-eks:nodePools": [pool(s, "gpu-training")]}))
+    [message] = [f.message for f in inference.findings if f.message.startswith(f"delete {NODE_POOL}")]
+    assert "with no terminationGracePeriod a drain waits as long as PodDisruptionBudgets" in message
+    assert message.endswith(
+        "for up to 10m (pulumi-kubernetes' default), then fails and the next `up` waits again"
+    )
+
+
+OVERLAY = "kubernetes:karpenter.sh/v1alpha1:NodeOverlay"
+
+
+def test_a_custom_resources_api_version_move_is_an_update_in_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A future NodeOverlay `karpenter.sh/v1alpha1` -> `v1beta1`: the type token (and with it the URN)
+    changes, and the API-version aliases carry the state over, so `pulumi up` updates each overlay's
+    apiVersion instead of creating it again (a collision) and deleting the old one."""
+    committed = state_of_run(stack_run("dev"), "Pulumi.dev.yaml")
+    overlays = {r.name for r in committed.resources.values() if r.type == OVERLAY}
+    assert overlays
+
+    def bumped(obj: Any) -> dict[str, Any]:
+        manifest = to_manifest(obj)
+        if manifest["kind"] == "NodeOverlay":
+            manifest["apiVersion"] = "karpenter.sh/v1beta1"
+        return manifest
+
+    monkeypatch.setattr(node_pools, "to_manifest", bumped)
+    moved = state_of_run(run_program(stack_config("dev"), stack="dev"), "NodeOverlay v1beta1")
+    result = plan(committed, moved)
+    assert [(s.op, s.type, s.name, s.because) for s in result.steps] == [
+        ("update", OVERLAY.replace("v1alpha1", "v1beta1"), name, ("apiVersion",)) for name in sorted(overlays)
+    ]
+    # And back, when the bump is reverted.
+    assert {s.op for s in plan(moved, committed).steps} == {"update"}
+
+
+def test_every_custom_resource_carries_its_api_version_aliases(any_stack: ProgramRun) -> None:
+    custom = [r for r in any_stack.resources if r.type.startswith("kubernetes:") and "Release" not in r.type]
+    custom = [r for r in custom if "." in r.type.split(":")[1].split("/")[0] and "k8s.io" not in r.type]
+    assert custom
+    for resource in custom:
+        group, version = resource.type.split(":")[1].split("/")
+        kind = resource.type.rsplit(":", 1)[1]
+        aliased = {a.split("::")[-2].rsplit("$", 1)[-1] for a in resource.aliases}
+        assert f"kubernetes:{group}/v1beta1:{kind}" in aliased or version == "v1beta1", resource.name
+        assert f"kubernetes:{group}/{version}:{kind}" not in aliased
