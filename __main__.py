@@ -118,7 +118,9 @@ if config.gpu_pools:
         config=config.gpu_node_guard,
         pools=config.gpu_pools,
         provider=cluster.provider,
-        depends_on=[karpenter.crd_release],
+        karpenter_namespace=config.karpenter.namespace,
+        # The NodeClaim API, and Karpenter's namespace (its Role there reads Karpenter's leader Lease).
+        depends_on=[karpenter.crd_release, karpenter.controller_release],
         monitoring_crds=monitoring_crds,
     )
 # After the CRDs and the controller (which waits for the node role's access entry): created last, and on

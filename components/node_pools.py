@@ -45,6 +45,7 @@ from config.gpu_operator import GpuOperatorConfig
 from config.node_pools import CPU_POOL_CATEGORIES, CPU_POOL_MIN_GENERATION, NodePoolConfig
 from contract import GpuPool, Toleration
 from contract import Taint as ContractTaint
+from facts.gpu_operator import DEVICE_PLUGIN_DEPLOY_LABEL, DEVICE_PLUGIN_PAUSED
 
 POOL_LABEL = "gpu-eks.io/pool"
 """Label on every node with the name of its pool (Karpenter adds `karpenter.sh/nodepool` too)."""
@@ -110,6 +111,15 @@ def node_labels(pool: NodePoolConfig) -> dict[str, str]:
     if pool.efa:
         labels[EFA_LABEL] = "true"
     return labels | pool.labels
+
+
+def startup_labels(pool: NodePoolConfig) -> dict[str, str]:
+    """Labels a pool's nodes start with but do not keep (so not in the contract's `labels`): a MIG pool's
+    nodes start with the device plugin paused, so that it does not advertise whole GPUs before the MIG
+    manager has partitioned them (Karpenter would count them as the node's capacity and launch more nodes).
+    The GPU Operator keeps the value if NFD labels the node before its next reconcile; the GPU node guard
+    re-sets it otherwise and sets it to `true` once the GPUs are partitioned (`facts.gpu_operator`)."""
+    return {DEVICE_PLUGIN_DEPLOY_LABEL: DEVICE_PLUGIN_PAUSED} if pool.mig is not None else {}
 
 
 def _block_devices(pool: NodePoolConfig) -> list[BlockDeviceMapping]:
@@ -200,7 +210,7 @@ def node_pool(
                 or None,
             ),
             template=NodeClaimTemplate(
-                metadata=NodeClaimTemplateMetadata(labels=node_labels(pool)),
+                metadata=NodeClaimTemplateMetadata(labels=node_labels(pool) | startup_labels(pool)),
                 spec=NodeClaimTemplateSpec(
                     node_class_ref=node_class.node_class_ref(),
                     requirements=requirements(pool),

@@ -14,6 +14,26 @@ never writes or removes it, unlike the per-operand `nvidia.com/gpu.deploy.<opera
 node NFD has not labelled yet, so a `false` set at registration is gone before it matters
 (nodelabeling_controller.go `updateGPUStateLabels`)."""
 
+DEVICE_PLUGIN_DEPLOY_LABEL = "nvidia.com/gpu.deploy.device-plugin"
+"""The device plugin's DaemonSet runs only on nodes where this is `true` (its nodeSelector,
+assets/state-device-plugin/0500_daemonset.yaml). How the other writers treat it:
+
+- The operator's node labeller (nodelabeling_controller.go `labelGPUNodes`, one reconcile over every node,
+  triggered by any GPU node's label change, ClusterPolicy change, ...) deletes it from each node without
+  `nvidia.com/gpu.present=true` (`updateGPUStateLabels` -> `removeAllGPUStateLabels`). On the reconcile that
+  first sets `gpu.present=true` (NFD's PCI labels have arrived) it sets the label only where it is absent or
+  empty: a value already there is kept (state_manager.go `addGPUStateLabels`: "honor it").
+- The MIG manager reads it when it starts (`getCurrentNodeLabels`), sets it to `paused-for-mig-change` while
+  it reconfigures (`maybeSetPaused`: anything but `false`) and afterwards, on success and on failure alike,
+  to `true` (`maybeSetTrue`: anything but `false`), including when it finds the config already applied.
+
+So a value set at registration survives only if no reconcile runs before NFD labels the node, and the MIG
+manager's own pause begins only once it runs; a writer that re-sets the pause while a MIG node is not yet
+partitioned (the GPU node guard) is what keeps the device plugin off until then."""
+DEVICE_PLUGIN_PAUSED = "paused-for-mig-change"
+"""The value the MIG manager pauses the device plugin with; anything but `true` keeps the DaemonSet's pod off
+the node."""
+
 MIG_CONFIG_STATE_LABEL = "nvidia.com/mig.config.state"
 """Set by the MIG manager on the node: `pending` while it works, `rebooting` before a reboot that turns MIG
 mode on, then `success` (the selected `nvidia.com/mig.config` is applied and the device plugin restarted) or

@@ -395,6 +395,9 @@ REPLACEMENT: Final[dict[str, Replacement]] = {
     "kubernetes:apps/v1:DaemonSet": _k8s(_LABEL_SELECTOR),
     "kubernetes:batch/v1:Job": _k8s("spec.completions", "spec.parallelism", _LABEL_SELECTOR, "spec.template"),
     "kubernetes:batch/v1:CronJob": _k8s(),
+    # The force-new table lists the PodDisruptionBudget of policy/v1beta1 only (`.spec`): v1's is replaced on
+    # name and namespace alone.
+    "kubernetes:policy/v1:PodDisruptionBudget": _k8s(),
     # The force-new table has no networking.k8s.io group: only name and namespace.
     "kubernetes:networking.k8s.io/v1:NetworkPolicy": _k8s(),
     "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole": _k8s(),

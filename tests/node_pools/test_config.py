@@ -96,7 +96,7 @@ def test_a_cpu_pool_has_no_gpu_taint() -> None:
         ),
         (
             pool(initializationTimeout="5m"),
-            "gpu-eks:nodePools[0].initializationTimeout = '5m': must be at least 10m",
+            "gpu-eks:nodePools[0].initializationTimeout = '5m': must be at least 15m",
         ),
         (
             pool(disruption={"consolidationPolicy": "WhenUnderutilized", "consolidateAfter": "5m"}),

@@ -227,7 +227,13 @@ def test_karpenter_namespace_change_replaces_only_the_controller_release_delete_
     assert result.of("delete") == []
     assert result.of("create") == []
     replaced = {(s.type, s.name): s for s in result.of("replace")}
-    assert replaced.keys() == {(RELEASE, "karpenter-controller"), (POD_IDENTITY, "karpenter-controller")}
+    # The GPU node guard's Role that reads Karpenter's leader Lease follows it to the new namespace.
+    assert replaced.keys() == {
+        (RELEASE, "karpenter-controller"),
+        (POD_IDENTITY, "karpenter-controller"),
+        ("kubernetes:rbac.authorization.k8s.io/v1:Role", "gpu-node-guard-role-lease-reader"),
+        ("kubernetes:rbac.authorization.k8s.io/v1:RoleBinding", "gpu-node-guard-rolebinding-lease-reader"),
+    }
     controller = replaced[(RELEASE, "karpenter-controller")]
     assert controller.because == ("namespace",)
     assert controller.delete_first
