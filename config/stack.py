@@ -1,7 +1,7 @@
 """The whole stack configuration, validated once before any resource is registered."""
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pulumi
@@ -205,6 +205,12 @@ def _node_pool_problems(config: StackConfig) -> list[ConfigProblem]:
         # The GPU cap's units come from what the operator makes of the pool: only once it accepts the pool.
         units = _gpu_units(pool, config) if operator_problem is None else None
         problems += pool.problems(f"{PROJECT}:nodePools[{index}]", units)
+        existing = config.network.existing
+        problems += pool.placement_problems(
+            f"{PROJECT}:nodePools[{index}]",
+            config.region,
+            existing.private_subnet_ids if existing is not None else None,
+        )
         if operator_problem is not None:
             problems.append(operator_problem)
     if not problems:
@@ -585,6 +591,25 @@ def parse_stack_config(raw: Mapping[str, Any], secret_keys: frozenset[str] = fro
     if problems:
         raise ConfigError(problems)
     return _with_overlay_gate(config)
+
+
+def zone_problems(config: StackConfig, vpc_zones: Sequence[str]) -> list[ConfigProblem]:
+    """Pools pinned to a zone the VPC the stack creates does not span (known once the region's zones are
+    looked up, still before any resource): nothing there for Karpenter to launch into."""
+    if config.network.existing is not None:
+        return []
+    return [
+        ConfigProblem(
+            f"{PROJECT}:nodePools[{index}].zone",
+            f"the VPC this stack creates spans {', '.join(vpc_zones)} (network.availabilityZones: "
+            f"{config.network.availability_zones}, the first of the region's zones in order); choose one of "
+            "them",
+            pool.zone,
+            True,
+        )
+        for index, pool in enumerate(config.node_pools)
+        if pool.zone is not None and pool.zone not in vpc_zones
+    ]
 
 
 def load_stack_config() -> StackConfig:

@@ -230,6 +230,16 @@ REPLACEMENT: Final[dict[str, Replacement]] = {
             "vpcId",
         ),
     ),
+    "aws:ec2/placementGroup:PlacementGroup": Replacement(
+        source=_tf(
+            "ec2/ec2_placement_group.go",
+            "05e34de7342261989674cfe1f047c25bb4c80db8",
+            "name, strategy, partition_count and spread_level ForceNew; tags update in place; the name is "
+            "the id; DeletePlacementGroup fails (InvalidPlacementGroup.InUse) while an instance is in it",
+        ),
+        forces_new=("name", "strategy", "partitionCount", "spreadLevel"),
+        identity=("name",),
+    ),
     "aws:ec2/tag:Tag": Replacement(
         source=_tf(
             "ec2/ec2_tag.go", "", "not in the stored index; resource_id and key are ForceNew (v6 docs)"

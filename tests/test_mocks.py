@@ -404,3 +404,14 @@ def test_addon_version_is_an_eks_build_for_the_kubernetes_version(addon: str) ->
 def test_an_unknown_invoke_is_refused_rather_than_answered() -> None:
     with pytest.raises(NotImplementedError, match="no mock for invoke aws:index/getRegion"):
         US.call(MockCallArgs(token="aws:index/getRegion:getRegion", args={}, provider=""))
+
+
+def test_a_placement_group_is_known_by_its_name() -> None:
+    """pulumi_aws/ec2/placement_group.py: imported by `name`, `arn` and `placement_group_id` computed
+    (terraform-provider-aws ec2_placement_group.go builds the ARN from the name: `placement-group/<name>`)."""
+    resource_id, outputs = resource(
+        US, "aws:ec2/placementGroup:PlacementGroup", "pg", name="ml-prod-gpu-training", strategy="cluster"
+    )
+    assert resource_id == outputs["name"] == "ml-prod-gpu-training"
+    assert outputs["arn"] == f"arn:aws:ec2:us-west-2:{ACCOUNT_ID}:placement-group/ml-prod-gpu-training"
+    assert re.fullmatch(r"pg-[0-9a-f]{17}", outputs["placementGroupId"])

@@ -199,6 +199,22 @@ def test_removing_a_pool_deletes_its_node_class_and_node_pool_only_and_says_so()
     assert not result.blocking
 
 
+def test_prods_training_pool_gets_its_placement_group_in_place() -> None:
+    """Turning `placementGroup` on for prod's training pool (the plan back to the committed prod): the group
+    is created and the pool's class is updated in place to select it (Karpenter then replaces the pool's nodes
+    as drifted, under its budgets); nothing else moves."""
+
+    def without(s: Sections) -> None:
+        del pool(s, "gpu-training")["placementGroup"]
+
+    result = transition("prod", without, reverse=True)
+    assert_nothing_replaced_or_deleted(result)
+    assert ops(result, "create") == {
+        ("aws:ec2/placementGroup:PlacementGroup", "node-pools-placement-gpu-training")
+    }
+    assert ops(result, "update") == {(NODE_CLASS, "node-pools-class-gpu-training")}
+
+
 def test_removing_a_pool_of_prod_leaves_the_other_pool_alone() -> None:
     def remove(s: Sections) -> None:
         s["gpu-eks:nodePools"] = [p for p in s["gpu-eks:nodePools"] if p["name"] != "gpu-inference"]
