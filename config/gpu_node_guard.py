@@ -11,17 +11,11 @@ DEFAULT_IMAGE = (
     "gcr.io/distroless/python3-debian13:nonroot"
     "@sha256:4376456c1d8520c9d464f2c475465850efaecabf9a190ff24d4a0eef2b884bea"
 )
-"""Distroless Python 3.13 (Debian 13), non-root, multi-arch index digest. The guard needs only the standard
-library and `python3` on PATH.
-
-UNVERIFIED: no registry is reachable from where this was written, so the digest was never resolved here. It
-is taken from a pull recorded in raiyan10/maops-docker-platform `docs/build-security.md` @
-f7c7e20348c71480328d22ee8919b42747534e3b (August 2026). Verify it before the first `pulumi up` from a machine
-that reaches gcr.io: `crane digest gcr.io/distroless/python3-debian13:nonroot` or `docker buildx imagetools
-inspect gcr.io/distroless/python3-debian13:nonroot` must print this digest (the tag moves with Debian's
-security updates, so a newer digest is expected over time: then set `gpuNodeGuard.image` to it, or update this
-default in a reviewed change). A digest that does not exist fails the guard's pods with ImagePullBackOff
-and the GpuNodeGuardDown alert. docs/gpu-pools.md ("The guard's image") says the same to operators."""
+"""Distroless Python 3.13 (Debian 13), non-root, multi-arch index digest; the guard needs only the standard
+library and `python3` on PATH. UNVERIFIED: taken from a pull recorded in raiyan10/maops-docker-platform
+`docs/build-security.md` @ f7c7e20348c71480328d22ee8919b42747534e3b (August 2026), never resolved from here
+(no registry is reachable). How to verify it before the first `pulumi up`: docs/gpu-pools.md, "The guard's
+image"."""
 
 DEFAULT_INITIALIZATION_TIMEOUT = "20m"
 DEFAULT_MIG_INITIALIZATION_TIMEOUT = "40m"

@@ -594,6 +594,18 @@ HEALTHY_MIG_CLAIMS = [
 """Initialized NodeClaims of pool mig: with them one or two stuck ones are under the breaker's 20 %."""
 
 
+MIG_NODES = [
+    node("a", "mig", state="success", taints=(GATE,), plugin=guard.DEVICE_PLUGIN_PAUSED),
+    node("b", "mig", state="failed", taints=(GATE,)),
+    node("stuck", "mig", state="pending", taints=(GATE,), ready="False", plugin=guard.DEVICE_PLUGIN_PAUSED),
+]
+"""Gated nodes: one partitioned, one failed (its device plugin set back to true), one rebooting."""
+MIG_CLAIMS = [
+    nodeclaim("fresh", "mig", launched_minutes_ago=1),
+    nodeclaim("stuck", "mig", launched_minutes_ago=40),
+]
+
+
 def leading_guard(api: FakeApi, config: guard.GuardConfig = GUARD_CONFIG) -> guard.Guard:
     """A guard that has taken its leader Lease at NOW."""
     client = guard.Api(api, EVENT_NAMESPACE)
@@ -605,20 +617,10 @@ def leading_guard(api: FakeApi, config: guard.GuardConfig = GUARD_CONFIG) -> gua
 def _exercise_every_call() -> FakeApi:
     api = FakeApi(
         nodes=[
-            node("a", "mig", state="success", taints=(GATE,), plugin=guard.DEVICE_PLUGIN_PAUSED),
-            node("b", "mig", state="failed", taints=(GATE,)),
-            node(
-                "stuck",
-                "mig",
-                state="pending",
-                taints=(GATE,),
-                ready="False",
-                plugin=guard.DEVICE_PLUGIN_PAUSED,
-            ),
+            *MIG_NODES,
         ],
         claims=[
-            nodeclaim("fresh", "mig", launched_minutes_ago=1),
-            nodeclaim("stuck", "mig", launched_minutes_ago=40),
+            *MIG_CLAIMS,
             *HEALTHY_MIG_CLAIMS,
         ],
     )
@@ -780,6 +782,18 @@ def test_leader_election_follows_client_go() -> None:
     assert a.tick(34, NOW)
 
 
+def test_a_replica_is_healthy_only_while_the_api_server_answers_it() -> None:
+    """`/healthz` counts a Lease round-trip as a standby's sign of life: a failed one is none."""
+    api = FakeApi([], [])
+    elector = guard.LeaderElector(guard.Api(api, EVENT_NAMESPACE), GUARD_CONFIG.leader_lease, "a")
+    assert elector.tick(0, NOW)
+    assert elector.contacted == 0
+    api.fail["GET /apis/coordination.k8s.io"] = 503
+    assert elector.tick(2, NOW)  # still within its renew deadline
+    assert elector.contacted == 0
+    assert not elector.is_leader(10)
+
+
 def lease_holder(api: FakeApi) -> str:
     return str(
         api.leases[f"{guard.LEASES.format(namespace='gpu-node-guard')}/gpu-node-guard"]["spec"][
@@ -794,21 +808,11 @@ def lease_holder(api: FakeApi) -> str:
 def test_metrics_are_prometheus_text_with_a_sample_per_pool() -> None:
     api = FakeApi(
         nodes=[
-            node("a", "mig", state="success", taints=(GATE,), plugin=guard.DEVICE_PLUGIN_PAUSED),
-            node("b", "mig", state="failed", taints=(GATE,)),
-            node(
-                "stuck",
-                "mig",
-                state="pending",
-                taints=(GATE,),
-                ready="False",
-                plugin=guard.DEVICE_PLUGIN_PAUSED,
-            ),
+            *MIG_NODES,
             node("held", "plain", gpus="0"),
         ],
         claims=[
-            nodeclaim("fresh", "mig", launched_minutes_ago=1),
-            nodeclaim("stuck", "mig", launched_minutes_ago=40),
+            *MIG_CLAIMS,
             nodeclaim("held", "plain", launched_minutes_ago=40),
             *HEALTHY_MIG_CLAIMS,
         ],

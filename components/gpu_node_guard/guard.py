@@ -1092,6 +1092,8 @@ class LeaderElector:
         self._renewed_at = -math.inf
         self.record: dict[str, Any] | None = None
         """The Lease as last read or written."""
+        self.contacted = -math.inf
+        """When (monotonic) the Lease was last read: the API server answered this replica."""
 
     def is_leader(self, monotonic: float) -> bool:
         return monotonic - self._renewed_at < RENEW_DEADLINE_SECONDS
@@ -1118,6 +1120,7 @@ class LeaderElector:
 
     def _try(self, monotonic: float, now: datetime.datetime) -> None:
         lease = self.api.get_lease(self.lease)
+        self.contacted = monotonic
         stamp = format_micro_time(now)
         if lease is None:
             spec = self._spec(stamp, stamp, 0)
@@ -1351,7 +1354,7 @@ def _elect(guard: Guard, wake: threading.Event, stop: threading.Event) -> None:
     while not stop.is_set():
         monotonic, now = guard.clock()
         now_leading = guard.elector.tick(monotonic, now)
-        if guard.elector.record is not None:
+        if guard.elector.contacted == monotonic:
             guard.metrics.heartbeat = max(guard.metrics.heartbeat, now.timestamp())
         if now_leading and not leading:
             wake.set()
