@@ -102,8 +102,8 @@ ROLES = {"events": EVENT_RULES, "leader-election": LEADER_RULES, "lease-reader":
 
 
 _TOKEN_NEEDED = (
-    "CKV_K8S_38=the guard calls the Kubernetes API with its ServiceAccount's token (lists Nodes and "
-    "NodeClaims, patches Nodes, deletes NodeClaims, records Events)"
+    "CKV_K8S_38=the guard calls the Kubernetes API with its ServiceAccount's token (lists and watches Nodes, "
+    "lists NodeClaims, patches Nodes, deletes NodeClaims, records Events, holds its leader Lease)"
 )
 _EVENTS_IN_DEFAULT = (
     "CKV_K8S_21=Events about Nodes and NodeClaims (cluster-scoped) belong in default, where kubectl "
