@@ -1326,7 +1326,9 @@ def test_the_guard_image_digest_is_a_published_manifest_list() -> None:
         status, media_type = registry_manifest(DEFAULT_IMAGE)
     except (urllib.error.URLError, TimeoutError, OSError) as error:
         pytest.skip(f"registry unreachable, digest unverified: {error}")
-    assert status == 200, f"{DEFAULT_IMAGE} is not served by its registry (HTTP {status})"
+    if status not in (200, 404):  # rate limited, refused, down: no answer about the digest
+        pytest.skip(f"registry answered HTTP {status}, digest unverified")
+    assert status == 200, f"{DEFAULT_IMAGE} is not served by its registry (HTTP 404: no such manifest)"
     assert media_type.split(";")[0] in (
         "application/vnd.oci.image.index.v1+json",
         "application/vnd.docker.distribution.manifest.list.v2+json",
