@@ -11,13 +11,14 @@ from components.gpu_node_guard.manifests import METRICS_JOB as GUARD_METRICS_JOB
 from components.gpu_operator import GpuOperator
 from components.karpenter.chart_values import CONTROLLER_CHART_NAME
 from components.karpenter.component import Karpenter
-from components.network import Network
+from components.network import Network, vpc_zones
 from components.node_overlays import NodeOverlays
 from components.node_pools import NodePools, pool_contract
 from components.observability.component import Observability, stack_targets
 from components.smoke_test import SmokeTest
 from components.storage import BlockStorage
-from config.stack import load_stack_config
+from config.errors import ConfigError
+from config.stack import load_stack_config, zone_problems
 
 config = load_stack_config()  # Fails with every config mistake before any resource is registered.
 tags = {"gpu-eks/stack": pulumi.get_stack(), "gpu-eks/cluster": config.cluster.name, **config.cluster.tags}
@@ -31,6 +32,10 @@ zones = (
         filters=[aws.GetAvailabilityZonesFilterArgs(name="opt-in-status", values=["opt-in-not-required"])],
     ).names
 )
+# A pool pinned to a zone the new VPC will not span is refused like any config mistake, before any resource.
+misplaced = zone_problems(config, vpc_zones(zones, config.network.availability_zones))
+if misplaced:
+    raise ConfigError(misplaced)
 network = Network(
     "network",
     config=config.network,
@@ -110,7 +115,9 @@ if config.gpu_pools:
         config=config.gpu_node_guard,
         pools=config.gpu_pools,
         provider=cluster.provider,
-        depends_on=[karpenter.crd_release],
+        karpenter_namespace=config.karpenter.namespace,
+        # The NodeClaim API, and Karpenter's namespace (its Role there reads Karpenter's leader Lease).
+        depends_on=[karpenter.crd_release, karpenter.controller_release],
         monitoring_crds=monitoring_crds,
     )
 # After the CRDs and the controller (which waits for the node role's access entry): created last, and on

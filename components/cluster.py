@@ -8,6 +8,7 @@ once the control plane exists (and, on an upgrade, runs the new version), so the
 """
 
 import copy
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -55,10 +56,19 @@ class ClusterAddon:
     preserve: bool = False
     """Leave the software in the cluster when the add-on resource is deleted (pod networking and service
     routing must survive taking the add-on out of the stack)."""
+    configuration: tuple[tuple[str, str], ...] = ()
+    """The add-on's configuration values (EKS `configurationValues`, JSON), key by key."""
+
+
+VPC_CNI_CONFIGURATION = (("enableNetworkPolicy", "true"),)
+"""vpc-cni enforces NetworkPolicies (its network policy agent in the aws-node pods, with the controller EKS
+runs in the control plane); without it the stack's NetworkPolicies (the GPU node guard's, the smoke test's)
+are accepted and ignored. A string, as the add-on's configuration schema has it (EKS user guide, "Restrict Pod
+network traffic with Kubernetes network policies"). Pods no policy selects keep all their traffic."""
 
 
 ADDONS = (
-    ClusterAddon(VPC_CNI, "vpc_cni", after_nodes=False, preserve=True),
+    ClusterAddon(VPC_CNI, "vpc_cni", after_nodes=False, preserve=True, configuration=VPC_CNI_CONFIGURATION),
     ClusterAddon(KUBE_PROXY, "kube_proxy", after_nodes=False, preserve=True),
     ClusterAddon(POD_IDENTITY_AGENT, "pod_identity_agent", after_nodes=False),
     ClusterAddon(COREDNS, "coredns", after_nodes=True),
@@ -499,5 +509,6 @@ class Cluster(pulumi.ComponentResource):
             or default_addon_version(addon.name, config.kubernetes_version, self),
             tags=tags,
             preserve=addon.preserve or None,
+            configuration_values=json.dumps(dict(addon.configuration)) if addon.configuration else None,
             opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(aliases=list(aliases))),
         )

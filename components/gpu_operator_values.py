@@ -32,7 +32,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from config.gpu_operator import MIG_ALL_DISABLED, GpuOperatorConfig, MigDeviceGroup
 from config.kubernetes import Taint
 from config.types import KubernetesName
-from facts.gpu_operator import DEPLOY_OPERANDS_LABEL
+from facts.gpu_operator import (
+    DEPLOY_OPERANDS_LABEL,
+    MIG_MANAGER_BINARY,
+    MIG_MANAGER_DRIVER_READY,
+    MIG_MANAGER_SHUTDOWN_ENV,
+)
 from facts.instance_types import (
     MIG_CAPABLE_GPUS,
     GpuInstanceType,
@@ -58,6 +63,7 @@ __all__ = [
     "DEVICE_PLUGIN_DEFAULT_CONFIG",
     "MIG_CAPABLE_GPUS",
     "MIG_CONFIG_LABEL",
+    "MIG_MANAGER_ENTRYPOINT",
     "MIG_PARTED_CONFIGMAP",
     "NVIDIA_GPU",
     "SUPPORTED_CHART_SERIES",
@@ -99,6 +105,23 @@ changing a pool's `timeSlicing.replicas` never removes the entry its running nod
 working until Karpenter replaces them (the NodePool's label changed, so they drift)."""
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 """Node label the device plugin's config-manager reads to pick an entry of `devicePlugin.config.data`."""
+MIG_MANAGER_ENTRYPOINT = f"""until [ -f {MIG_MANAGER_DRIVER_READY} ]; do
+  echo "waiting for the driver validations to be ready..."
+  sleep 5
+done
+set -o allexport
+. {MIG_MANAGER_DRIVER_READY}
+# gpu-eks: never stop and restart the host's kubelet around a MIG mode change (NVIDIA/gpu-operator#2415:
+# AL2023 nodes stay NotReady). A mode change the held GPUs refuse in place reboots the node (WITH_REBOOT).
+export {MIG_MANAGER_SHUTDOWN_ENV}=false
+echo "{MIG_MANAGER_SHUTDOWN_ENV}=${MIG_MANAGER_SHUTDOWN_ENV}"
+exec {MIG_MANAGER_BINARY}
+"""
+"""The MIG manager container's script (chart value `migManager.args`, run by the container's
+`/bin/sh -c`): the operator's own entrypoint but for the one line that would set
+`WITH_SHUTDOWN_HOST_GPU_CLIENTS` to `IS_HOST_DRIVER` (true on the AMI's preinstalled driver). See
+`facts.gpu_operator.MIG_MANAGER_SHUTDOWN_ENV`."""
+
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 """Node label the MIG manager reads to pick a mig-parted config."""
 
@@ -477,7 +500,8 @@ def gpu_operator_values(
     * Device plugin config: whenever the operator's device plugin runs, a ConfigMap with a `default` entry and
       a `time-slicing-<N>` entry for every N of `TIME_SLICING_REPLICAS`, selected by the node label from
       `pool_node_labels`; independent of the pools, so no change of a pool removes an entry nodes still use.
-    * MIG: `mig.strategy`, `WITH_REBOOT=true` for the MIG manager, custom mig-parted configs if any.
+    * MIG: `mig.strategy`, `WITH_REBOOT=true` for the MIG manager and its entrypoint that never restarts
+      kubelet (`MIG_MANAGER_ENTRYPOINT`), custom mig-parted configs if any.
     * `config.extraValues` deep-merged last.
 
     `kubernetes_version` is the cluster minor (`1.35`). Raises the errors of `validate_gpu_pools`, and
@@ -503,6 +527,7 @@ def gpu_operator_values(
     mig_manager: dict[str, Any] = {"enabled": operator_plugin}
     if operator_plugin:
         mig_manager["env"] = [{"name": "WITH_REBOOT", "value": "true"}]
+        mig_manager["args"] = [MIG_MANAGER_ENTRYPOINT]
     custom_mig = _custom_mig_configs(config)
     if custom_mig is not None:
         mig_manager["config"] = {

@@ -6,7 +6,7 @@ the AWS APIs the cluster and an in-VPC deployer call.
 """
 
 import ipaddress
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +29,11 @@ class SubnetPlan:
     availability_zone: str
     cidr: str
     public: bool
+
+
+def vpc_zones(available: Sequence[str], count: int) -> list[str]:
+    """The zones a VPC the stack creates spans: the first `count` of the region's zones in name order."""
+    return sorted(available)[:count]
 
 
 def subnet_plan(vpc_cidr: str, availability_zones: list[str]) -> list[SubnetPlan]:
@@ -127,7 +132,7 @@ class Network(pulumi.ComponentResource):
         tags: dict[str, str],
         child: pulumi.ResourceOptions,
     ) -> None:
-        zones = availability_zones[: config.availability_zones]
+        zones = vpc_zones(availability_zones, config.availability_zones)
         vpc = aws.ec2.Vpc(
             name,
             cidr_block=config.cidr,

@@ -1,5 +1,5 @@
 """NodePools: per configured pool, one Karpenter `NodePool` and the `EC2NodeClass` it uses, both named
-after the pool.
+after the pool, and for an EFA pool with `placementGroup` the cluster placement group its class selects.
 
 The translation from pool config to the typed Karpenter v1 objects is pure (`pool_objects`); the component
 only registers the objects, after the Karpenter CRDs and controller, so that `pulumi destroy` removes pools
@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
+import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components.custom_resources import api_version_aliases
@@ -34,6 +35,7 @@ from components.karpenter_api import (
     NodePoolSpec,
     NodeSelectorRequirement,
     ObjectMeta,
+    PlacementGroupSelector,
     SecurityGroupSelectorTerm,
     SubnetSelectorTerm,
     Taint,
@@ -46,6 +48,7 @@ from config.node_pools import CPU_POOL_CATEGORIES, CPU_POOL_MIN_GENERATION, Node
 from config.types import duration_seconds
 from contract import GpuPool, Toleration
 from contract import Taint as ContractTaint
+from facts.gpu_operator import DEVICE_PLUGIN_DEPLOY_LABEL, DEVICE_PLUGIN_PAUSED
 from facts.replacement import K8S_DEFAULT_DELETE_TIMEOUT_SECONDS
 from pools.sharing import gpu_limits, pool_gpu_resource, slices_per_gpu
 
@@ -93,6 +96,9 @@ def requirements(pool: NodePoolConfig) -> list[NodeSelectorRequirement]:
         )
     if pool.instance_families:
         result.append(_requirement("karpenter.k8s.aws/instance-family", "In", list(pool.instance_families)))
+    if pool.zone is not None:
+        # One zone of the VPC the stack creates, which has one private subnet there: one subnet for EFA.
+        result.append(_requirement("topology.kubernetes.io/zone", "In", [pool.zone]))
     if pool.efa:
         # Karpenter has no EFA label: list the EFA-capable types the pool's other requirements allow.
         result.append(
@@ -113,6 +119,15 @@ def node_labels(pool: NodePoolConfig) -> dict[str, str]:
     if pool.efa:
         labels[EFA_LABEL] = "true"
     return labels | pool.labels
+
+
+def startup_labels(pool: NodePoolConfig) -> dict[str, str]:
+    """Labels a pool's nodes start with but do not keep (so not in the contract's `labels`): a MIG pool's
+    nodes start with the device plugin paused, so that it does not advertise whole GPUs before the MIG
+    manager has partitioned them (Karpenter would count them as the node's capacity and launch more nodes).
+    The GPU Operator keeps the value if NFD labels the node before its next reconcile; the GPU node guard
+    re-sets it otherwise and sets it to `true` once the GPUs are partitioned (`facts.gpu_operator`)."""
+    return {DEVICE_PLUGIN_DEPLOY_LABEL: DEVICE_PLUGIN_PAUSED} if pool.mig is not None else {}
 
 
 def _block_devices(pool: NodePoolConfig) -> list[BlockDeviceMapping]:
@@ -137,9 +152,18 @@ def _block_devices(pool: NodePoolConfig) -> list[BlockDeviceMapping]:
     return [BlockDeviceMapping(device_name="/dev/xvda", root_volume=True, ebs=data)]
 
 
+def placement_group_name(cluster_name: str, pool_name: str) -> str:
+    """The cluster placement group of a pool with `placementGroup` (EC2 names are unique per account and
+    region, so the cluster's name comes first)."""
+    return f"{cluster_name}-{pool_name}"
+
+
 def node_class(pool: NodePoolConfig, *, cluster_name: str, tags: dict[str, str]) -> EC2NodeClass:
     """The EC2NodeClass of a pool, named after the pool (see `pool_objects`)."""
     discovery = {DISCOVERY_TAG: cluster_name}
+    subnets = (
+        [SubnetSelectorTerm(id=pool.subnet_id)] if pool.subnet_id else [SubnetSelectorTerm(tags=discovery)]
+    )
     reservations = [
         CapacityReservationSelectorTerm.model_validate(
             c.model_dump(mode="json", by_alias=True, exclude_none=True)
@@ -158,7 +182,7 @@ def node_class(pool: NodePoolConfig, *, cluster_name: str, tags: dict[str, str])
         spec=EC2NodeClassSpec(
             ami_selector_terms=[AMISelectorTerm(alias=pool.ami)],
             role=node_role_name(cluster_name),
-            subnet_selector_terms=[SubnetSelectorTerm(tags=discovery)],
+            subnet_selector_terms=subnets,
             security_group_selector_terms=[SecurityGroupSelectorTerm(tags=discovery)],
             # IMDSv2 only, and hop limit 1 so pods cannot reach the node role's credentials.
             metadata_options=MetadataOptions(
@@ -166,6 +190,11 @@ def node_class(pool: NodePoolConfig, *, cluster_name: str, tags: dict[str, str])
             ),
             block_device_mappings=_block_devices(pool),
             capacity_reservation_selector_terms=reservations or None,
+            placement_group_selector=PlacementGroupSelector(
+                name=placement_group_name(cluster_name, pool.name)
+            )
+            if pool.placement_group
+            else None,
             kubelet=kubelet,
             tags=dict(tags) or None,
             # Bottlerocket already ignores NVIDIA_VISIBLE_DEVICES from unprivileged pods (facts.bottlerocket).
@@ -203,7 +232,7 @@ def node_pool(
                 or None,
             ),
             template=NodeClaimTemplate(
-                metadata=NodeClaimTemplateMetadata(labels=node_labels(pool)),
+                metadata=NodeClaimTemplateMetadata(labels=node_labels(pool) | startup_labels(pool)),
                 spec=NodeClaimTemplateSpec(
                     node_class_ref=node_class.node_class_ref(),
                     requirements=requirements(pool),
@@ -249,6 +278,8 @@ class NodePools(pulumi.ComponentResource):
     """EC2NodeClass resources by pool name (which is also the class's name)."""
     node_pools: dict[str, k8s.apiextensions.CustomResource]
     """NodePool resources by pool name."""
+    placement_groups: dict[str, aws.ec2.PlacementGroup]
+    """The cluster placement groups of the pools with `placementGroup`, by pool name."""
 
     def __init__(
         self,
@@ -269,15 +300,29 @@ class NodePools(pulumi.ComponentResource):
         super().__init__("gpu-eks:node_pools:NodePools", name, None, opts)
         self.node_classes = {}
         self.node_pools = {}
+        self.placement_groups = {}
+        by_name = {pool.name: pool for pool in pools}
         for item in pool_objects(pools, cluster_name=cluster_name, tags=tags, gpu_operator=gpu_operator):
             pool_name = item.node_pool.metadata.name
+            placement: list[pulumi.Resource] = []
+            if by_name[pool_name].placement_group:
+                # Before the class that selects it; on `pulumi destroy` deleted after it, once Karpenter has
+                # terminated the pool's instances.
+                self.placement_groups[pool_name] = aws.ec2.PlacementGroup(
+                    f"{name}-placement-{pool_name}",
+                    name=placement_group_name(cluster_name, pool_name),
+                    strategy="cluster",
+                    tags=tags,
+                    opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
+                )
+                placement.append(self.placement_groups[pool_name])
             # Logical names follow the pool too, so a settings change is an update of the same resource.
             node_class = karpenter_object(
                 f"{name}-class-{pool_name}",
                 item.node_class,
                 parent=self,
                 provider=provider,
-                depends_on=list(karpenter),
+                depends_on=[*placement, *karpenter],
             )
             self.node_classes[pool_name] = node_class
             self.node_pools[pool_name] = karpenter_object(
@@ -292,6 +337,7 @@ class NodePools(pulumi.ComponentResource):
             {
                 "nodePools": sorted(self.node_pools),
                 "nodeClasses": sorted(self.node_classes),
+                "placementGroups": sorted(self.placement_groups),
             }
         )
 

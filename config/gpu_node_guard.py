@@ -5,31 +5,38 @@ from pydantic import Field, field_validator
 
 from config.base import ConfigModel
 from config.types import DurationOrNever, KubernetesName, PinnedImage, WholeNumber, duration_seconds
+from facts.karpenter_lifecycle import REGISTRATION_TIMEOUT_SECONDS
 
 DEFAULT_IMAGE = (
     "gcr.io/distroless/python3-debian13:nonroot"
     "@sha256:4376456c1d8520c9d464f2c475465850efaecabf9a190ff24d4a0eef2b884bea"
 )
-"""Distroless Python 3.13 (Debian 13), non-root, multi-arch index digest. Source of the digest: a pull
-recorded in raiyan10/maops-docker-platform `docs/build-security.md` @ f7c7e20348c71480328d22ee8919b42747534e3b
-(August 2026); not pulled from here. The guard needs only the standard library and `python3` on PATH."""
+"""Distroless Python 3.13 (Debian 13), non-root, multi-arch index digest; the guard needs only the standard
+library and `python3` on PATH. UNVERIFIED: taken from a pull recorded in raiyan10/maops-docker-platform
+`docs/build-security.md` @ f7c7e20348c71480328d22ee8919b42747534e3b (August 2026), never resolved from here
+(no registry is reachable). How to verify it before the first `pulumi up`: docs/gpu-pools.md, "The guard's
+image"."""
 
 DEFAULT_INITIALIZATION_TIMEOUT = "20m"
 DEFAULT_MIG_INITIALIZATION_TIMEOUT = "40m"
-"""MIG pools' default: their nodes boot twice (the MIG manager applies the profile with a reboot, since the
-AMI's fabric manager and persistence daemon hold the GPUs), and an 8-GPU instance takes several minutes a
-boot; 20 minutes there would delete healthy nodes, again and again. Not measured here: an estimate."""
-MIN_INITIALIZATION_TIMEOUT_SECONDS = 10 * 60
-"""A GPU node needs a few minutes to boot, pull the operator images and register its GPUs, a MIG node a reboot
-more: below 10 minutes the guard would delete healthy nodes."""
+"""MIG pools' default: their nodes may boot twice (the MIG manager turns MIG mode on with a reboot, since the
+AMI's fabric manager and persistence daemon hold the GPUs). On MIG pools the timeout counts from the MIG
+manager's last progress (`pending`, `rebooting`), so it bounds one stage of the double boot, not all of it.
+Not measured here: an estimate."""
+MIN_INITIALIZATION_TIMEOUT_SECONDS = REGISTRATION_TIMEOUT_SECONDS
+"""Karpenter deletes a NodeClaim whose Node has not registered 15 minutes after launch; a shorter guard
+timeout would pre-empt it, and delete GPU nodes that are still booting, pulling images and registering their
+GPUs."""
+DEFAULT_MAX_DELETIONS_PER_HOUR = 3
 
 
 def check_initialization_timeout(value: str) -> str:
     """`Never`, or a duration of at least `MIN_INITIALIZATION_TIMEOUT_SECONDS`."""
     if value != "Never" and duration_seconds(value) < MIN_INITIALIZATION_TIMEOUT_SECONDS:
         raise ValueError(
-            "must be at least 10m (a healthy GPU node takes minutes to boot, pull images and register its "
-            "GPUs; a MIG node reboots once more), or Never to turn the deletion off"
+            f"must be at least {MIN_INITIALIZATION_TIMEOUT_SECONDS // 60}m, Karpenter's own registration "
+            "timeout (a shorter one pre-empts Karpenter and deletes GPU nodes still booting, pulling images "
+            "and registering their GPUs), or Never to turn the deletion off"
         )
     return value
 
@@ -40,16 +47,22 @@ class GpuNodeGuardConfig(ConfigModel):
     initialization_timeout: DurationOrNever = DEFAULT_INITIALIZATION_TIMEOUT
     """How long a launched GPU NodeClaim may stay uninitialized (not Ready, a startup taint left, or a
     resource its pods requested, such as `nvidia.com/gpu`, not yet allocatable) before the guard deletes it,
-    so Karpenter launches a fresh node instead of billing a stuck one until `expireAfter`. At least 10m, or
-    `Never`. Unset: 20m, and 40m for MIG pools (they reboot once more). A pool's `initializationTimeout`
-    overrides it."""
+    so Karpenter launches a fresh node instead of billing a stuck one until `expireAfter`. On MIG pools it
+    counts from the MIG manager's last progress (`pending`, `rebooting`), at most three timeouts after
+    launch. At least 15m (Karpenter's registration timeout), or `Never`. Unset: 20m, and 40m for MIG pools
+    (they reboot once more). A pool's `initializationTimeout` overrides it."""
     image: PinnedImage = DEFAULT_IMAGE
     """Container image that runs the guard (any image with Python 3.11+ as `python3`), pinned by digest
     (`name@sha256:<64 hex>`)."""
     namespace: KubernetesName = "gpu-node-guard"
     """Namespace created for the guard (Pod Security `restricted`)."""
     sync_interval_seconds: WholeNumber = Field(default=30, ge=10, le=300)
-    """How often the guard lists nodes and NodeClaims."""
+    """How often the guard lists nodes and NodeClaims (and within seconds of a change to a MIG node)."""
+    max_deletions_per_hour: WholeNumber = Field(default=DEFAULT_MAX_DELETIONS_PER_HOUR, ge=1, le=60)
+    """The circuit breaker: at most this many NodeClaims of one pool deleted in any hour. Further stuck
+    NodeClaims of the pool are left for a person (a Warning event on them and on the NodePool, and the
+    `gpu_eks_node_guard_breaker_open` metric), as are all while more of the pool than 20 % is uninitialized:
+    a failure that repeats on every node is not fixed by launching another."""
 
     @field_validator("initialization_timeout")
     @classmethod

@@ -47,6 +47,11 @@ from facts.instance_types import (
 from facts.quantity import parse_quantity
 
 CapacityType = Literal["spot", "on-demand", "reserved"]
+AvailabilityZone = Annotated[
+    str,
+    described(r"[a-z]{2}(-gov)?-[a-z]+-[0-9][a-z]", "an availability zone name such as us-west-2b"),
+]
+SubnetId = Annotated[str, described(r"subnet-[0-9a-f]{8,17}", "a subnet id such as subnet-0123456789abcdef0")]
 Architecture = Literal["amd64", "arm64"]
 
 DEFAULT_AMI = "al2023@v20260714"
@@ -330,7 +335,21 @@ class NodePoolConfig(ConfigModel):
     """Kubelet settings."""
     efa: Flag = False
     """Restrict to EFA-capable instance types; pods request `vpc.amazonaws.com/efa` and Karpenter attaches
-    the interfaces (the stack then installs the EFA device plugin, which advertises that resource)."""
+    the interfaces (the stack then installs the EFA device plugin, which advertises that resource). EFA
+    traffic stays within one subnet, so an EFA pool names its `zone` (a VPC the stack creates has one
+    private subnet per zone) or its `subnetId` (an existing VPC)."""
+    zone: AvailabilityZone | None = None
+    """Launch only in this availability zone of the stack's region (e.g. `us-west-2b`; requirement
+    `topology.kubernetes.io/zone`), one of the zones the VPC the stack creates spans. For capacity
+    reservations and Capacity Blocks, the zone they are in (zone names map to different physical zones in
+    different accounts: `aws ec2 describe-availability-zones` shows the zone id)."""
+    subnet_id: SubnetId | None = Field(default=None, alias="subnetId")
+    """Launch only into this subnet (EC2NodeClass `subnetSelectorTerms`), one of
+    `network.existing.privateSubnetIds`: how an EFA pool in an existing VPC keeps to one subnet."""
+    placement_group: Flag = False
+    """Launch the pool's nodes into a cluster placement group the stack creates for it (named
+    `<cluster>-<pool>`, EC2NodeClass `placementGroupSelector`): one network spine for a multi-node job's
+    NCCL traffic. EFA pools with `zone` or `subnetId` only (a cluster placement group lies in one zone)."""
     time_slicing: TimeSlicing | None = None
     """Share GPUs between pods (GPU Operator device-plugin config); NodeOverlays tell Karpenter the slices."""
     mig: Mig | None = None
@@ -521,6 +540,67 @@ class NodePoolConfig(ConfigModel):
             problems.append("timeSlicing and mig together are not supported on one pool; choose one")
         return problems
 
+    def placement_problems(
+        self, key: str, region: str, existing_subnets: tuple[str, ...] | None
+    ) -> list[ConfigProblem]:
+        """Where the pool's nodes may go, keyed down to the field (`key` is the pool's): an EFA pool keeps to
+        one subnet (a zone of a VPC the stack creates, or a subnet of an existing one), and only EFA pools
+        get a placement group. `existing_subnets`: the existing VPC's private subnets, None when the stack
+        creates the VPC."""
+        problems = []
+        if self.zone is not None:
+            if not re.fullmatch(rf"{re.escape(region)}[a-z]", self.zone):
+                problems.append(
+                    ConfigProblem(
+                        f"{key}.zone",
+                        f"is not an availability zone of the stack's region {region} (those are named "
+                        f"{region}a, {region}b, ...; Local and Wavelength zones lack GPU instances)",
+                        self.zone,
+                        True,
+                    )
+                )
+            elif existing_subnets is not None:
+                problems.append(
+                    ConfigProblem(
+                        f"{key}.zone",
+                        "the stack uses an existing VPC, whose subnets in that zone it does not know; set "
+                        "subnetId to one of network.existing.privateSubnetIds instead",
+                        self.zone,
+                        True,
+                    )
+                )
+        if self.subnet_id is not None:
+            if self.zone is not None:
+                why = "zone is set too: a subnet lies in one zone; set one of them"
+            elif existing_subnets is None:
+                why = "the stack creates the VPC, whose subnet ids do not exist yet; set zone instead"
+            elif self.subnet_id not in existing_subnets:
+                why = f"is not one of network.existing.privateSubnetIds ({', '.join(existing_subnets)})"
+            else:
+                why = ""
+            if why:
+                problems.append(ConfigProblem(f"{key}.subnetId", why, self.subnet_id, True))
+        if self.placement_group and not self.efa:
+            problems.append(
+                ConfigProblem(
+                    f"{key}.placementGroup",
+                    "needs efa: true (a cluster placement group pays off only for the network between EFA "
+                    "nodes; elsewhere it only narrows where capacity can be found)",
+                    True,
+                    True,
+                )
+            )
+        if self.efa and self.zone is None and self.subnet_id is None:
+            where = "subnetId (one of network.existing.privateSubnetIds)" if existing_subnets else "zone"
+            problems.append(
+                ConfigProblem(
+                    f"{key}.{'subnetId' if existing_subnets else 'zone'}",
+                    f"an EFA pool needs {where}: EFA traffic stays within one subnet, so a multi-node job "
+                    "spread over zones would fall back to TCP or fail",
+                )
+            )
+        return problems
+
     def _cpu_problems(self) -> list[str]:
         gpu_only = [
             key
@@ -531,6 +611,7 @@ class NodePoolConfig(ConfigModel):
                 ("mig", self.mig),
                 ("limits.nvidia.com/gpu", self.limits.nvidia_gpu),
                 ("efa", self.efa),
+                ("placementGroup", self.placement_group),
                 ("initializationTimeout", self.initialization_timeout),
             )
             if value

@@ -1,7 +1,7 @@
 """The whole stack configuration, validated once before any resource is registered."""
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
@@ -47,7 +47,7 @@ from facts.aws_provider import provider_config_keys
 from facts.instance_types import instance_types
 from facts.partitions import Partition, partition_of_arn, partition_of_region
 from facts.placeholders import documentation_account
-from facts.system_pods import GPU_NODE_GUARD, NFD_WORKER, SYSTEM_DEPLOYMENTS, PodRequests
+from facts.system_pods import GPU_NODE_GUARD, GUARD_REPLICAS, NFD_WORKER, SYSTEM_DEPLOYMENTS, PodRequests
 from pools.sharing import gpu_limit_units, gpu_limits, pool_gpu_resource, sharing_capacity
 
 
@@ -220,6 +220,12 @@ def _node_pool_problems(config: StackConfig) -> list[ConfigProblem]:
         # The GPU cap's units come from what the operator makes of the pool: only once it accepts the pool.
         units = _gpu_units(pool, config) if operator_problem is None else None
         problems += pool.problems(f"{PROJECT}:nodePools[{index}]", units)
+        existing = config.network.existing
+        problems += pool.placement_problems(
+            f"{PROJECT}:nodePools[{index}]",
+            config.region,
+            existing.private_subnet_ids if existing is not None else None,
+        )
         if operator_problem is not None and operator_problem not in problems:
             problems.append(operator_problem)
     if not problems:
@@ -681,7 +687,7 @@ def _system_workloads(config: StackConfig) -> list[_SystemWorkload]:
             _set_keys(("karpenter", "controllerResources"), karpenter, requests),
         ),
         *(_SystemWorkload(pod) for pod in SYSTEM_DEPLOYMENTS),
-        *([_SystemWorkload(GPU_NODE_GUARD)] if config.gpu_pools else []),
+        *([_SystemWorkload(GPU_NODE_GUARD, replicas=GUARD_REPLICAS)] if config.gpu_pools else []),
     ]
     if config.observability.enabled:
         prometheus = config.observability.prometheus
@@ -818,6 +824,25 @@ def parse_stack_config(
     if problems:
         raise ConfigError(problems)
     return _with_overlay_gate(config)
+
+
+def zone_problems(config: StackConfig, vpc_zones: Sequence[str]) -> list[ConfigProblem]:
+    """Pools pinned to a zone the VPC the stack creates does not span (known once the region's zones are
+    looked up, still before any resource): nothing there for Karpenter to launch into."""
+    if config.network.existing is not None:
+        return []
+    return [
+        ConfigProblem(
+            f"{PROJECT}:nodePools[{index}].zone",
+            f"the VPC this stack creates spans {', '.join(vpc_zones)} (network.availabilityZones: "
+            f"{config.network.availability_zones}, the first of the region's zones in order); choose one of "
+            "them",
+            pool.zone,
+            True,
+        )
+        for index, pool in enumerate(config.node_pools)
+        if pool.zone is not None and pool.zone not in vpc_zones
+    ]
 
 
 def load_stack_config() -> StackConfig:

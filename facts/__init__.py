@@ -10,8 +10,10 @@
 - `facts.aws_provider`: the AWS provider's own `aws:` config keys (the installed pulumi-aws SDK).
 - `facts.cron`: disruption-budget schedules as Karpenter 1.14.1 parses them (robfig/cron v3.0.1).
 - `facts.quantity`: Kubernetes resource quantities as numbers.
-- `facts.gpu_operator`: GPU Operator v26.7.0 and MIG manager labels, operands and their tolerations.
-- `facts.karpenter_lifecycle`: when Karpenter 1.14.1 initializes, times out and repairs nodes.
+- `facts.gpu_operator`: GPU Operator v26.7.0 and MIG manager labels, operands and their tolerations; who
+  writes the device plugin's deploy label; the MIG manager's entrypoint and its kubelet restart.
+- `facts.karpenter_lifecycle`: when Karpenter 1.14.1 initializes, times out and repairs nodes; its leader
+  Lease.
 - `facts.al2023_nvidia`: the EKS AL2023 NVIDIA AMI's container runtime and user-data ordering.
 - `facts.bottlerocket`: where the Bottlerocket NVIDIA variants keep nvidia-smi; their runtime default.
 - `facts.replacement`: per resource type, which changes make its provider replace it (read by `synth.plan`).

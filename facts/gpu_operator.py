@@ -14,6 +14,46 @@ never writes or removes it, unlike the per-operand `nvidia.com/gpu.deploy.<opera
 node NFD has not labelled yet, so a `false` set at registration is gone before it matters
 (nodelabeling_controller.go `updateGPUStateLabels`)."""
 
+DEVICE_PLUGIN_DEPLOY_LABEL = "nvidia.com/gpu.deploy.device-plugin"
+"""The device plugin's DaemonSet runs only on nodes where this is `true` (its nodeSelector,
+assets/state-device-plugin/0500_daemonset.yaml). How the other writers treat it:
+
+- The operator's node labeller (nodelabeling_controller.go `labelGPUNodes`, one reconcile over every node,
+  triggered by any GPU node's label change, ClusterPolicy change, ...) deletes it from each node without
+  `nvidia.com/gpu.present=true` (`updateGPUStateLabels` -> `removeAllGPUStateLabels`). On the reconcile that
+  first sets `gpu.present=true` (NFD's PCI labels have arrived) it sets the label only where it is absent or
+  empty: a value already there is kept (state_manager.go `addGPUStateLabels`: "honor it").
+- The MIG manager reads it when it starts (`getCurrentNodeLabels`), sets it to `paused-for-mig-change` while
+  it reconfigures (`maybeSetPaused`: anything but `false`) and afterwards, on success and on failure alike,
+  to `true` (`maybeSetTrue`: anything but `false`), including when it finds the config already applied.
+
+So a value set at registration survives only if no reconcile runs before NFD labels the node, and the MIG
+manager's own pause begins only once it runs; a writer that re-sets the pause while a MIG node is not yet
+partitioned (the GPU node guard) is what keeps the device plugin off until then."""
+DEVICE_PLUGIN_PAUSED = "paused-for-mig-change"
+"""The value the MIG manager pauses the device plugin with; anything but `true` keeps the DaemonSet's pod off
+the node."""
+
+MIG_MANAGER_DRIVER_READY = "/run/nvidia/validations/driver-ready"
+"""The file the operator's validator writes once the driver is validated, as `KEY=value` lines including
+`IS_HOST_DRIVER=true` on a node whose driver comes with the AMI (cmd/nvidia-validator/main.go). The MIG
+manager's entrypoint (assets/state-mig-manager/0420_configmap.yaml, run as `/bin/sh -c /bin/entrypoint.sh`,
+0600_daemonset.yaml) waits for it, sources it with `set -o allexport`, then sets
+`WITH_SHUTDOWN_HOST_GPU_CLIENTS=$IS_HOST_DRIVER` and `exec nvidia-mig-manager`: after the container's `env`,
+so `migManager.env` cannot change that variable. The chart's `migManager.args` replaces the container's args
+(`TransformMIGManager`: "set arguments if specified"), i.e. the script `sh -c` runs."""
+MIG_MANAGER_SHUTDOWN_ENV = "WITH_SHUTDOWN_HOST_GPU_CLIENTS"
+"""With it true the MIG manager, when a MIG *mode* change is needed, stops the host's GPU client services
+listed in the operator's `default-gpu-clients` (nvsm, nv_peer_mem, DCGM; none of them runs on the EKS AL2023
+NVIDIA AMI, which enables only nvidia-fabricmanager and nvidia-persistenced of the GPU services:
+awslabs/amazon-eks-ami `templates/al2023/provisioners/install-nvidia-driver.sh`) and *also kubelet*
+(`HOST_KUBELET_SYSTEMD_SERVICE`, default `kubelet.service`), and restarts them afterwards (mig-parted
+`reconfigure.go` `checkMigModeChangeRequired`, `restartHostGPUClients`). On AL2023 nodes of Karpenter that
+restart leaves nodes NotReady for good (NVIDIA/gpu-operator#2415, NVIDIA/mig-parted#368). With it false the
+MIG manager never touches kubelet: a mode change the held GPUs refuse in place goes the `WITH_REBOOT` way (the
+node reboots, kubelet starts afresh with the node), as it does with it true on this AMI anyway."""
+MIG_MANAGER_BINARY = "nvidia-mig-manager"
+
 MIG_CONFIG_STATE_LABEL = "nvidia.com/mig.config.state"
 """Set by the MIG manager on the node: `pending` while it works, `rebooting` before a reboot that turns MIG
 mode on, then `success` (the selected `nvidia.com/mig.config` is applied and the device plugin restarted) or

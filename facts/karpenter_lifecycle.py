@@ -1,24 +1,50 @@
 """Karpenter 1.14.1 node lifecycle facts: when a NodeClaim counts as initialized, what Karpenter cleans up by
-itself, and what node repair acts on (pure data).
+itself, what node repair acts on, and how its controller holds leadership (pure data).
 
 Sources (facts, not code):
 - kubernetes-sigs/karpenter tag v1.14.1 @ 6e7eab7a0f485d7225eb98995fad9b66c79b322b:
-  `pkg/controllers/nodeclaim/lifecycle/initialization.go`, `.../liveness.go`, `pkg/controllers/node/health/`.
+  `pkg/controllers/nodeclaim/lifecycle/initialization.go`, `.../liveness.go`, `pkg/controllers/node/health/`,
+  `pkg/scheduling/taints.go`, `pkg/utils/nodeclaim/nodeclaim.go` (`NodeForNodeClaim`),
+  `pkg/controllers/provisioning/scheduling/nodeclaimtemplate.go` (a NodeClaim's owner reference),
+  `pkg/controllers/state/statenode.go` (`Allocatable`), `pkg/operator/operator.go` and
+  `pkg/operator/options/options.go` (leader election), with controller-runtime v0.23.1 (its `go.mod`)
+  `pkg/manager/manager.go` defaults (lease 15 s, renew deadline 10 s, retry 2 s).
 - aws/karpenter-provider-aws tag v1.14.1 @ bde00654cd316fddb3dccfba3f5ac07039865429:
-  `pkg/cloudprovider/cloudprovider.go` (`RepairPolicies`).
+  `pkg/cloudprovider/cloudprovider.go` (`RepairPolicies`), `charts/karpenter/templates/role.yaml` (the
+  controller's Role on its lease, in the release namespace).
 """
 
 from dataclasses import dataclass
 
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
 """Label on NodeClaims and Nodes naming their NodePool."""
+NODEPOOL_OWNER_KIND = "NodePool"
+"""Each NodeClaim Karpenter creates has one owner reference: its NodePool (apiVersion `karpenter.sh/v1`, the
+pool's name and uid), which is how an Event about the pool finds the pool's uid without reading it."""
 CONDITION_LAUNCHED = "Launched"
 CONDITION_REGISTERED = "Registered"
 CONDITION_INITIALIZED = "Initialized"
-"""NodeClaim condition types. `Initialized` turns True only when the Node is Ready, every startup taint of the
-NodeClaim is gone (matched by key and effect), no known ephemeral taint is left and every extended resource
-the NodeClaim expects (`nvidia.com/gpu` for a GPU type) is allocatable. Until then Karpenter never disrupts
-the node and keeps counting the capacity it expects from it."""
+"""NodeClaim condition types. Karpenter sets `Initialized` True when, on the Node it finds by the
+NodeClaim's `status.providerID`: the Node is Ready; no startup taint of the NodeClaim (`spec.startupTaints`,
+matched by key and effect) and no known ephemeral taint (`KNOWN_EPHEMERAL_TAINTS`) is left; and every resource
+the NodeClaim requests (`spec.resources.requests`, the sum of what the pods it was launched for requested)
+is non-zero in the Node's allocatable. A resource those pods did not request is not waited for: a GPU
+NodeClaim launched for pods that requested only `nvidia.com/gpu` waits for that resource and not, say,
+`vpc.amazonaws.com/efa`.
+Until then Karpenter never disrupts the node and counts what it expects from it (allocatable the Node reports
+as zero is taken from the NodeClaim, i.e. the instance type and NodeOverlays)."""
+
+KNOWN_EPHEMERAL_TAINTS: tuple[tuple[str, str], ...] = (
+    ("node.kubernetes.io/not-ready", "NoSchedule"),
+    ("node.kubernetes.io/not-ready", "NoExecute"),
+    ("node.kubernetes.io/unreachable", "NoSchedule"),
+    ("node.cloudprovider.kubernetes.io/uninitialized", "NoSchedule"),
+    ("karpenter.sh/unregistered", "NoExecute"),
+)
+"""(key, effect) of the taints Karpenter waits to see gone before initializing a node, besides its startup
+taints (`KnownEphemeralTaints`; the cloud-provider one also matches its value `true`)."""
+KNOWN_EPHEMERAL_TAINT_PREFIXES = ("readiness.k8s.io/",)
+"""Taint key prefixes Karpenter also treats as ephemeral (the Node Readiness Controller's)."""
 
 LAUNCH_TIMEOUT_SECONDS = 5 * 60
 """A NodeClaim not `Launched` after this is deleted by Karpenter (liveness.go `LaunchTimeout`)."""
@@ -26,6 +52,18 @@ REGISTRATION_TIMEOUT_SECONDS = 15 * 60
 """A launched NodeClaim whose Node has not registered after this is deleted by Karpenter
 (`registrationTimeout`). Nothing deletes a registered NodeClaim that never initializes: only `expireAfter`
 ends it."""
+
+LEADER_ELECTION_LEASE = "karpenter-leader-election"
+"""The coordination.k8s.io Lease the Karpenter controller holds while it leads (option
+`--leader-election-name`, default `karpenter-leader-election`), in the controller's own namespace (the
+chart's release namespace: `--leader-election-namespace` defaults to empty, which controller-runtime reads as
+the pod's namespace). Only the leader reconciles NodeClaims."""
+LEADER_LEASE_DURATION_SECONDS = 15
+LEADER_RENEW_DEADLINE_SECONDS = 10
+LEADER_RETRY_PERIOD_SECONDS = 2
+"""controller-runtime's defaults, which Karpenter does not change: the leader renews its Lease every 2 s and
+steps down when it could not for 10 s; a standby takes over 15 s after the last renewal. On shutdown the
+leader releases the Lease (`LeaderElectionReleaseOnCancel`), leaving it without a holder."""
 
 
 @dataclass(frozen=True)
@@ -48,6 +86,11 @@ REPAIR_POLICIES = (
     RepairPolicy("ContainerRuntimeReady", "False", 30 * 60, True),
 )
 """The AWS provider's repair policies. Repair deletes the NodeClaim (forcefully, no drain budget) once a
-condition has had the status for the toleration, unless more than 20% of the pool's nodes are unhealthy. The
-conditions other than `Ready` are set only by the EKS node monitoring agent. A node that is Ready but never
-initialized (no `nvidia.com/gpu`, a startup taint left) matches none of them."""
+condition has had the status for the toleration, unless the pool is unhealthy (`REPAIR_UNHEALTHY_PERCENT`).
+The conditions other than `Ready` are set only by the EKS node monitoring agent. A node that is Ready but
+never initialized (no `nvidia.com/gpu`, a startup taint left) matches none of them."""
+
+REPAIR_UNHEALTHY_PERCENT = 20
+"""Node repair stops in a pool once more of its nodes are unhealthy than 20 % of them, rounded up
+(`allowedUnhealthyPercent`, `intstr.GetScaledValueFromIntOrPercent(..., roundUp=true)`): one of three nodes
+may be repaired, two may not. Many nodes failing alike is a cause no replacement fixes."""

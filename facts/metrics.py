@@ -40,8 +40,13 @@ GPU_NODE_GUARD_METRICS = frozenset(
     {
         "gpu_eks_node_guard_nodeclaims_deleted_total",
         "gpu_eks_node_guard_startup_taints_removed_total",
+        "gpu_eks_node_guard_device_plugin_paused_total",
         "gpu_eks_node_guard_uninitialized_nodeclaims",
         "gpu_eks_node_guard_mig_failed_nodes",
+        "gpu_eks_node_guard_breaker_open",
+        "gpu_eks_node_guard_nodeclaims_held",
+        "gpu_eks_node_guard_karpenter_unavailable",
+        "gpu_eks_node_guard_leader",
         "gpu_eks_node_guard_sync_errors_total",
         "gpu_eks_node_guard_last_sync_success_timestamp_seconds",
     }

@@ -276,6 +276,16 @@ REPLACEMENT: Final[dict[str, Replacement]] = {
             "vpcId",
         ),
     ),
+    "aws:ec2/placementGroup:PlacementGroup": Replacement(
+        source=_tf(
+            "ec2/ec2_placement_group.go",
+            "05e34de7342261989674cfe1f047c25bb4c80db8",
+            "name, strategy, partition_count and spread_level ForceNew; tags update in place; the name is "
+            "the id; DeletePlacementGroup fails (InvalidPlacementGroup.InUse) while an instance is in it",
+        ),
+        forces_new=("name", "strategy", "partitionCount", "spreadLevel"),
+        identity=("name",),
+    ),
     "aws:ec2/tag:Tag": Replacement(
         source=_tf(
             "ec2/ec2_tag.go", "", "not in the stored index; resource_id and key are ForceNew (v6 docs)"
@@ -472,6 +482,9 @@ REPLACEMENT: Final[dict[str, Replacement]] = {
     "kubernetes:apps/v1:DaemonSet": _k8s(_LABEL_SELECTOR),
     "kubernetes:batch/v1:Job": _k8s("spec.completions", "spec.parallelism", _LABEL_SELECTOR, "spec.template"),
     "kubernetes:batch/v1:CronJob": _k8s(),
+    # The force-new table lists the PodDisruptionBudget of policy/v1beta1 only (`.spec`): v1's is replaced on
+    # name and namespace alone.
+    "kubernetes:policy/v1:PodDisruptionBudget": _k8s(),
     # The force-new table has no networking.k8s.io group: only name and namespace.
     "kubernetes:networking.k8s.io/v1:NetworkPolicy": _k8s(),
     "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole": _k8s(),

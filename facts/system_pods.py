@@ -45,4 +45,7 @@ NFD_WORKER: Final = PodRequests.of("the NFD worker", "5m", "64Mi")
 """A DaemonSet pod on every node, the system nodes too."""
 
 GPU_NODE_GUARD: Final = PodRequests.of("the GPU node guard", "10m", "64Mi")
-"""The program's own controller (`components/gpu_node_guard/manifests.py`), one replica with any GPU pool."""
+"""The program's own controller (`components/gpu_node_guard/manifests.py`), with any GPU pool: per replica
+(`GUARD_REPLICAS`)."""
+GUARD_REPLICAS: Final = 2
+"""Leader and standby (`components.gpu_node_guard.manifests.REPLICAS` is this)."""

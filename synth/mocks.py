@@ -163,6 +163,20 @@ class AwsMocks(pulumi.runtime.Mocks):
         # id `<resource id>,<key>` (terraform-provider-aws internal/service/ec2/tag.go: tagCreateResourceID).
         return f"{state.get('resourceId')},{state.get('key')}", state
 
+    def _aws_ec2_placementGroup_PlacementGroup(
+        self, args: Any, state: dict[str, Any]
+    ) -> tuple[str, dict[str, Any]]:
+        # id: the name (pulumi_aws/ec2/placement_group.py: "import placement groups using the `name`");
+        # `arn:...:ec2:<region>:<account>:placement-group/<name>` and `placementGroupId` pg- + 17 hex
+        # (terraform-provider-aws ec2/ec2_placement_group.go: `placementGroupARN` by name, GroupId).
+        name = self._physical_name(args)
+        state.update(
+            name=name,
+            arn=self._arn("ec2", f"placement-group/{name}"),
+            placementGroupId=f"pg-{_digest(args.typ, name)}",
+        )
+        return name, state
+
     def _aws_cloudwatch_logGroup_LogGroup(
         self, args: Any, state: dict[str, Any]
     ) -> tuple[str, dict[str, Any]]:

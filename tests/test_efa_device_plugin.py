@@ -41,6 +41,7 @@ TRAINING_POOL: dict[str, Any] = {
     "name": "train",
     "instanceFamilies": ["p5"],
     "efa": True,
+    "zone": "us-west-2a",
     "taints": [{"key": "nvidia.com/gpu", "value": "true"}, {"key": "example.com/team"}],
     "mig": {"profile": "all-1g.10gb"},
     "limits": {"nvidia.com/gpu": "16"},

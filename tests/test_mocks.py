@@ -486,3 +486,14 @@ def test_a_parameter_ssm_does_not_hold_is_not_found() -> None:
             "aws:ssm/getParameter:getParameter",
             name="/aws/service/eks/optimized-ami/1.20/amazon-linux-2023/x86_64/standard/recommended/release_version",
         )
+
+
+def test_a_placement_group_is_known_by_its_name() -> None:
+    """pulumi_aws/ec2/placement_group.py: imported by `name`, `arn` and `placement_group_id` computed
+    (terraform-provider-aws ec2_placement_group.go builds the ARN from the name: `placement-group/<name>`)."""
+    resource_id, outputs = resource(
+        US, "aws:ec2/placementGroup:PlacementGroup", "pg", name="ml-prod-gpu-training", strategy="cluster"
+    )
+    assert resource_id == outputs["name"] == "ml-prod-gpu-training"
+    assert outputs["arn"] == f"arn:aws:ec2:us-west-2:{ACCOUNT_ID}:placement-group/ml-prod-gpu-training"
+    assert re.fullmatch(r"pg-[0-9a-f]{17}", outputs["placementGroupId"])

@@ -591,7 +591,7 @@ def test_numbers_and_switches_are_taken_as_written(sections: dict[str, Any], exp
         ),
         (
             {"gpuNodeGuard": {"initializationTimeout": "5m"}},
-            "gpu-eks:gpuNodeGuard.initializationTimeout = '5m': must be at least 10m",
+            "gpu-eks:gpuNodeGuard.initializationTimeout = '5m': must be at least 15m",
         ),
         (
             {"gpuNodeGuard": {"image": "python:3.13-slim"}},

@@ -16,6 +16,7 @@ from facts.quantity import parse_quantity
 from facts.system_pods import (
     GPU_NODE_GUARD,
     GPU_OPERATOR_CONTROLLER,
+    GUARD_REPLICAS,
     NFD_GC,
     NFD_MASTER,
     NFD_WORKER,
@@ -55,12 +56,17 @@ def test_the_guard_requests_what_its_deployment_asks_for() -> None:
     (deployment,) = [
         m
         for m in manifests(
-            [pool], GpuNodeGuardConfig(), system_node_selector=SYSTEM_NODE_SELECTOR, scraped=False
+            [pool],
+            GpuNodeGuardConfig(),
+            system_node_selector=SYSTEM_NODE_SELECTOR,
+            karpenter_namespace="kube-system",
+            scraped=False,
         )
         if m["kind"] == "Deployment"
     ]
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     assert (GPU_NODE_GUARD.cpu, GPU_NODE_GUARD.memory) == requests(container["resources"])
+    assert deployment["spec"]["replicas"] == GUARD_REPLICAS
 
 
 def test_the_committed_system_nodes_hold_what_must_run_there() -> None:

@@ -1,5 +1,5 @@
-"""GpuNodeGuard: the controller that lifts the MIG startup taint once the GPUs are partitioned and deletes GPU
-NodeClaims that never initialize (`guard.py`), deployed on the system nodes.
+"""GpuNodeGuard: the controller that gates MIG nodes until their GPUs are partitioned and deletes GPU
+NodeClaims that never initialize (`guard.py`), deployed on the system nodes (leader and standby).
 
 The objects come from `manifests.manifests` (pure, tested); this component registers them with the cluster's
 provider, after the Karpenter CRDs (the guard lists NodeClaims), so `pulumi destroy` removes it before them.
@@ -15,7 +15,7 @@ import pulumi_kubernetes as k8s
 
 from components.cluster import SYSTEM_NODE_SELECTOR
 from components.custom_resources import api_version_aliases
-from components.gpu_node_guard.manifests import manifests
+from components.gpu_node_guard.manifests import logical_name, manifests
 from config.gpu_node_guard import GpuNodeGuardConfig
 from config.node_pools import NodePoolConfig
 
@@ -29,6 +29,7 @@ _RESOURCES: dict[str, Any] = {
     "ConfigMap": k8s.core.v1.ConfigMap,
     "NetworkPolicy": k8s.networking.v1.NetworkPolicy,
     "Deployment": k8s.apps.v1.Deployment,
+    "PodDisruptionBudget": k8s.policy.v1.PodDisruptionBudget,
     "Service": k8s.core.v1.Service,
     "ServiceMonitor": functools.partial(
         k8s.apiextensions.CustomResource, api_version="monitoring.coreos.com/v1", kind="ServiceMonitor"
@@ -48,8 +49,8 @@ _ARGUMENTS = {
 
 
 class GpuNodeGuard(pulumi.ComponentResource):
-    """Namespace, RBAC, ConfigMap, NetworkPolicy, Deployment, metrics Service and ServiceMonitor of the GPU
-    node guard."""
+    """Namespace, RBAC, ConfigMap, NetworkPolicy, Deployment, PodDisruptionBudget, metrics Service and
+    ServiceMonitor of the GPU node guard."""
 
     deployment: k8s.apps.v1.Deployment
 
@@ -60,18 +61,24 @@ class GpuNodeGuard(pulumi.ComponentResource):
         config: GpuNodeGuardConfig,
         pools: Sequence[NodePoolConfig],
         provider: k8s.Provider,
+        karpenter_namespace: str,
         depends_on: Sequence[pulumi.Resource],
         monitoring_crds: pulumi.Resource | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        """`depends_on`: the Karpenter CRD release (NodeClaims must be an API before the guard lists them).
+        """`karpenter_namespace`: where Karpenter's leader Lease is (the guard reads it).
+        `depends_on`: the Karpenter CRD release (NodeClaims must be an API before the guard lists them).
         `monitoring_crds`: the release of the Prometheus Operator CRDs when an observability backend scrapes
         the cluster; the guard's ServiceMonitor is then declared after it."""
         super().__init__("gpu-eks:gpu_node_guard:GpuNodeGuard", name, None, opts)
         created: list[pulumi.Resource] = []
         namespace: pulumi.Output[str] | None = None
         for manifest in manifests(
-            pools, config, system_node_selector=SYSTEM_NODE_SELECTOR, scraped=monitoring_crds is not None
+            pools,
+            config,
+            system_node_selector=SYSTEM_NODE_SELECTOR,
+            karpenter_namespace=karpenter_namespace,
+            scraped=monitoring_crds is not None,
         ):
             kind = manifest["kind"]
             arguments = {_ARGUMENTS[k]: v for k, v in manifest.items() if k in _ARGUMENTS}
@@ -84,7 +91,7 @@ class GpuNodeGuard(pulumi.ComponentResource):
             if kind == "ServiceMonitor" and monitoring_crds is not None:
                 needs.append(monitoring_crds)
             resource = _RESOURCES[kind](
-                f"{name}-{kind.lower()}" + ("-events" if kind in ("Role", "RoleBinding") else ""),
+                f"{name}-{logical_name(manifest)}",
                 **arguments,
                 opts=pulumi.ResourceOptions(
                     parent=self,

@@ -2,6 +2,8 @@
 
 import copy
 import functools
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,6 +12,7 @@ import yaml
 from components.gpu_operator_values import (
     DCGM_NODE_RELABELING,
     DEVICE_PLUGIN_CONFIGMAP,
+    MIG_MANAGER_ENTRYPOINT,
     GpuOperatorValuesError,
     MigNotSupportedError,
     MigProfileError,
@@ -20,6 +23,7 @@ from components.gpu_operator_values import (
     validate_gpu_pools,
 )
 from config.gpu_operator import GpuOperatorConfig
+from facts.gpu_operator import MIG_MANAGER_BINARY, MIG_MANAGER_DRIVER_READY, MIG_MANAGER_SHUTDOWN_ENV
 from tests.gpu_operator.builders import SYSTEM_SELECTOR, config, pool, taint, values
 from tests.gpu_operator.helpers import FIXTURES
 
@@ -268,6 +272,42 @@ def test_mig_single_profile() -> None:
     assert {"name": "WITH_REBOOT", "value": "true"} in v["migManager"]["env"]
     assert "config" not in v["migManager"]  # the MIG manager generates configs from the hardware
     assert pool_node_labels(p5) == {"nvidia.com/mig.config": "all-1g.10gb"}
+
+
+def test_the_mig_manager_never_restarts_kubelet(tmp_path: Path) -> None:
+    """The MIG manager's script, run with the file the validator writes on a node with the AMI's driver
+    (`IS_HOST_DRIVER=true`): it starts the MIG manager with the host's GPU clients (kubelet among them) left
+    alone, and the validator's other settings still exported."""
+    v = values([pool("train", instance_families=("p5",), mig_profile="all-1g.10gb")])
+    (script,) = v["migManager"]["args"]
+    assert script == MIG_MANAGER_ENTRYPOINT
+    driver_ready = tmp_path / "driver-ready"
+    driver_ready.write_text(
+        "IS_HOST_DRIVER=true\nNVIDIA_DRIVER_ROOT=/\nDRIVER_ROOT_CTR_PATH=/host\nNVIDIA_DEV_ROOT=/\n"
+        "DEV_ROOT_CTR_PATH=/host\n"
+    )
+    binary = tmp_path / MIG_MANAGER_BINARY
+    binary.write_text("#!/bin/sh\nenv\n")
+    binary.chmod(0o755)
+    run = subprocess.run(
+        ["/bin/sh", "-c", script.replace(MIG_MANAGER_DRIVER_READY, str(driver_ready))],
+        env={"PATH": f"{tmp_path}:/usr/bin:/bin", MIG_MANAGER_SHUTDOWN_ENV: "true"},
+        capture_output=True,
+        text=True,
+        timeout=10,
+        check=True,
+    )
+    environment = dict(line.split("=", 1) for line in run.stdout.splitlines() if "=" in line)
+    assert environment[MIG_MANAGER_SHUTDOWN_ENV] == "false"
+    assert environment["IS_HOST_DRIVER"] == "true"
+    assert environment["DRIVER_ROOT_CTR_PATH"] == "/host"
+    # WITH_REBOOT stays in the container's env: a mode change the GPUs refuse in place reboots the node.
+    assert {"name": "WITH_REBOOT", "value": "true"} in v["migManager"]["env"]
+
+
+def test_no_mig_manager_script_where_the_mig_manager_does_not_run() -> None:
+    v = values([pool("br", "bottlerocket")])
+    assert v["migManager"] == {"enabled": False}
 
 
 def test_mig_refused_on_g5() -> None:

@@ -96,7 +96,7 @@ def test_a_cpu_pool_has_no_gpu_taint() -> None:
         ),
         (
             pool(initializationTimeout="5m"),
-            "gpu-eks:nodePools[0].initializationTimeout = '5m': must be at least 10m",
+            "gpu-eks:nodePools[0].initializationTimeout = '5m': must be at least 15m",
         ),
         (
             pool(disruption={"consolidationPolicy": "WhenUnderutilized", "consolidateAfter": "5m"}),
@@ -136,7 +136,7 @@ def test_a_cpu_pool_has_no_gpu_taint() -> None:
             "gpu-eks:nodePools[0].disruption.budgets[0]: schedule and duration must be set together",
         ),
         (
-            pool(instanceFamilies=["g5"], efa=True, instanceTypes=["g5.xlarge"]),
+            pool(instanceFamilies=["g5"], efa=True, zone="us-west-2a", instanceTypes=["g5.xlarge"]),
             "gpu-eks:nodePools[0]: these requirements match no NVIDIA GPU instance type",
         ),
         (
@@ -175,7 +175,9 @@ def test_g5g_is_the_arm64_gpu_family() -> None:
 
 
 def test_efa_restricts_candidates_to_efa_capable_types() -> None:
-    parsed = parse_stack_config(config(nodePools=[pool(instanceFamilies=["p4d", "p5"], efa=True)]))
+    parsed = parse_stack_config(
+        config(nodePools=[pool(instanceFamilies=["p4d", "p5"], efa=True, zone="us-west-2a")])
+    )
     assert all(it.efa_interfaces > 0 for it in parsed.node_pools[0].candidates())
 
 
@@ -192,3 +194,108 @@ def test_nothing_is_registered_for_a_bad_pool(bad_pool: dict[str, Any]) -> None:
     assert isinstance(error, ConfigError)
     assert "gpu-eks:nodePools[0]" in str(error)
     assert monitor.registrations == []
+
+
+# --- EFA: one subnet, and a placement group ---------------------------------------------------------------
+
+EFA_POOL = pool(
+    name="gpu-training",
+    instanceFamilies=["p4d", "p5"],
+    gpuCount={"min": 8},
+    efa=True,
+    limits={"nvidia.com/gpu": "16"},
+)
+EXISTING_VPC = {
+    "existing": {
+        "vpcId": "vpc-0123456789abcdef0",
+        "privateSubnetIds": ["subnet-0aaaaaaaaaaaaaaaa", "subnet-0bbbbbbbbbbbbbbbb"],
+    }
+}
+
+
+@pytest.mark.parametrize(
+    ("bad_pool", "sections", "expected"),
+    [
+        (
+            EFA_POOL,
+            {},
+            "gpu-eks:nodePools[0].zone: an EFA pool needs zone: EFA traffic stays within one subnet",
+        ),
+        (
+            EFA_POOL,
+            {"network": EXISTING_VPC},
+            "gpu-eks:nodePools[0].subnetId: an EFA pool needs subnetId (one of "
+            "network.existing.privateSubnetIds)",
+        ),
+        (
+            {**EFA_POOL, "zone": "us-east-1a"},
+            {},
+            "gpu-eks:nodePools[0].zone = 'us-east-1a': is not an availability zone of the stack's region "
+            "us-west-2 (those are named us-west-2a, us-west-2b, ...",
+        ),
+        (
+            {**EFA_POOL, "zone": "us-west-2-lax-1a"},
+            {},
+            "gpu-eks:nodePools[0].zone = 'us-west-2-lax-1a': must be an availability zone name such as "
+            "us-west-2b",
+        ),
+        (
+            {**EFA_POOL, "zone": "us-west-2a"},
+            {"network": EXISTING_VPC},
+            "gpu-eks:nodePools[0].zone = 'us-west-2a': the stack uses an existing VPC, whose subnets in that "
+            "zone it does not know; set subnetId",
+        ),
+        (
+            {**EFA_POOL, "subnetId": "subnet-0aaaaaaaaaaaaaaaa"},
+            {},
+            "gpu-eks:nodePools[0].subnetId = 'subnet-0aaaaaaaaaaaaaaaa': the stack creates the VPC, whose "
+            "subnet ids do not exist yet; set zone instead",
+        ),
+        (
+            {**EFA_POOL, "subnetId": "subnet-0cccccccccccccccc"},
+            {"network": EXISTING_VPC},
+            "gpu-eks:nodePools[0].subnetId = 'subnet-0cccccccccccccccc': is not one of "
+            "network.existing.privateSubnetIds (subnet-0aaaaaaaaaaaaaaaa, subnet-0bbbbbbbbbbbbbbbb)",
+        ),
+        (
+            {**EFA_POOL, "zone": "us-west-2a", "subnetId": "subnet-0aaaaaaaaaaaaaaaa"},
+            {},
+            "gpu-eks:nodePools[0].subnetId = 'subnet-0aaaaaaaaaaaaaaaa': zone is set too",
+        ),
+        (
+            pool(placementGroup=True, zone="us-west-2a"),
+            {},
+            "gpu-eks:nodePools[0].placementGroup = true: needs efa: true",
+        ),
+    ],
+)
+def test_an_efa_pool_keeps_to_one_subnet_and_only_efa_pools_get_a_placement_group(
+    bad_pool: dict[str, Any], sections: dict[str, Any], expected: str
+) -> None:
+    found = problems(bad_pool, **sections)
+    assert len(found) == 1, found
+    assert found[0].startswith(expected), found[0]
+
+
+def test_a_zone_the_new_vpc_does_not_span_is_refused_before_any_resource() -> None:
+    """The region has four zones (the mocks answer us-west-2a to d, as AWS does); a new VPC spans the first
+    three. A pool pinned to the fourth would have no subnet to launch into."""
+    error, monitor = run_failing(nodePools=[{**EFA_POOL, "zone": "us-west-2d"}])
+    assert isinstance(error, ConfigError)
+    (problem,) = error.problems
+    assert str(problem) == (
+        "gpu-eks:nodePools[0].zone = 'us-west-2d': the VPC this stack creates spans us-west-2a, us-west-2b, "
+        "us-west-2c (network.availabilityZones: 3, the first of the region's zones in order); choose one of "
+        "them"
+    )
+    assert monitor.registrations == []
+
+
+def test_efa_pools_in_an_existing_vpc_take_a_subnet() -> None:
+    parsed = parse_stack_config(
+        config(
+            nodePools=[{**EFA_POOL, "subnetId": "subnet-0bbbbbbbbbbbbbbbb", "placementGroup": True}],
+            network=EXISTING_VPC,
+        )
+    )
+    assert parsed.node_pools[0].subnet_id == "subnet-0bbbbbbbbbbbbbbbb"

@@ -1,17 +1,23 @@
 """Pool config -> Karpenter v1 objects: pure translation, checked against the real CRDs and CEL rules."""
 
+from pathlib import Path
 from typing import Any
 
+import kubernetes_validate
 import pytest
+import yaml
 
 from components.karpenter_api import to_manifest
 from components.network import DISCOVERY_TAG
-from components.node_pools import POOL_LABEL, pool_objects, requirements
+from components.node_pools import POOL_LABEL, pool_contract, pool_objects, requirements, startup_labels
 from config.errors import ConfigError
+from config.gpu_operator import GpuOperatorConfig
 from config.node_pools import NodePoolConfig
 from config.stack import parse_stack_config
 from facts.bottlerocket import ACCEPTS_VISIBLE_DEVICES_ENVVAR_UNPRIVILEGED
-from tests.helpers import config
+from facts.gpu_operator import DEVICE_PLUGIN_DEPLOY_LABEL, DEVICE_PLUGIN_PAUSED
+from synth.runner import stack_config
+from tests.helpers import closure, config, run
 from tests.support.crd_check import validate
 
 INFERENCE: dict[str, Any] = {
@@ -25,6 +31,8 @@ TRAINING: dict[str, Any] = {
     "name": "gpu-training",
     "instanceFamilies": ["p4d", "p5"],
     "efa": True,
+    "zone": "us-west-2b",
+    "placementGroup": True,
     "limits": {"nvidia.com/gpu": "64"},
     "disruption": {
         "consolidationPolicy": "WhenEmpty",
@@ -162,6 +170,43 @@ def test_mig_pools_start_with_the_mig_gate() -> None:
     assert node_pool["metadata"]["labels"]["nvidia.com/mig.config"] == "all-1g.10gb"
     # Pods tolerate the pool's taints, never the gate (consumers get tolerations for taints only).
     assert node_pool["spec"]["taints"] == [{"effect": "NoSchedule", "key": "nvidia.com/gpu", "value": "true"}]
+    # The device plugin starts paused: whole GPUs are never advertised before the partitioning. A startup
+    # label, not one of the pool's labels consumers learn (it turns true once the GPUs are partitioned).
+    assert node_pool["metadata"]["labels"][DEVICE_PLUGIN_DEPLOY_LABEL] == DEVICE_PLUGIN_PAUSED
+    (mig,) = pools(MIG)
+    assert DEVICE_PLUGIN_DEPLOY_LABEL not in pool_contract(mig, gpu_operator=GpuOperatorConfig()).labels
+    for plain in pools(INFERENCE, TRAINING):
+        assert startup_labels(plain) == {}
+
+
+def test_an_efa_pool_keeps_to_one_zone_and_its_placement_group() -> None:
+    node_class = manifests(TRAINING)[0]
+    assert _requirement(TRAINING, "topology.kubernetes.io/zone") == [
+        {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-west-2b"]}
+    ]
+    assert node_class["spec"]["placementGroupSelector"] == {"name": "ml-dev-gpu-training"}
+    assert node_class["spec"]["subnetSelectorTerms"] == [{"tags": {"karpenter.sh/discovery": "ml-dev"}}]
+    # Without a placement group or a zone, neither.
+    assert "placementGroupSelector" not in manifests(INFERENCE)[0]["spec"]
+    assert _requirement(INFERENCE, "topology.kubernetes.io/zone") == []
+
+
+def test_an_efa_pool_of_an_existing_vpc_selects_its_one_subnet() -> None:
+    raw = {key: value for key, value in TRAINING.items() if key != "zone"} | {
+        "subnetId": "subnet-0aaaaaaaaaaaaaaaa"
+    }
+    existing = {
+        "existing": {
+            "vpcId": "vpc-0123456789abcdef0",
+            "privateSubnetIds": ["subnet-0aaaaaaaaaaaaaaaa", "subnet-0bbbbbbbbbbbbbbbb"],
+        }
+    }
+    (parsed,) = parse_stack_config(config(nodePools=[raw], network=existing)).node_pools
+    (item,) = pool_objects([parsed], cluster_name="ml-dev", tags={})
+    manifest = to_manifest(item.node_class)
+    assert manifest["spec"]["subnetSelectorTerms"] == [{"id": "subnet-0aaaaaaaaaaaaaaaa"}]
+    assert validate(manifest) == []
+    assert not [r for r in requirements(parsed) if r.key == "topology.kubernetes.io/zone"]
 
 
 def test_time_slicing_selects_the_device_plugin_config() -> None:
@@ -251,3 +296,40 @@ def test_what_the_api_server_would_refuse_is_refused_at_config_time(
     (problem,) = caught.value.problems
     assert str(problem).startswith(expected)
     assert "restricted" in problem.message or "label" in problem.message
+
+
+def test_the_stack_creates_the_placement_group_before_the_class_that_selects_it() -> None:
+    result = run(nodePools=[TRAINING, INFERENCE])
+    (group,) = result.of_type("aws:ec2/placementGroup:PlacementGroup")
+    assert group.name == "node-pools-placement-gpu-training"
+    assert group.inputs["name"] == "ml-test-gpu-training"
+    assert group.inputs["strategy"] == "cluster"
+    assert group.inputs["tags"]["gpu-eks/cluster"] == "ml-test"
+    assert group.parent is not None
+    assert group.parent.endswith("NodePools::node-pools")
+    node_class = result.one("kubernetes:karpenter.k8s.aws/v1:EC2NodeClass", "node-pools-class-gpu-training")
+    assert node_class.inputs["spec"]["placementGroupSelector"] == {"name": group.inputs["name"]}
+    # Created before it; on `pulumi destroy` deleted after it, once Karpenter has terminated the instances.
+    assert group.urn in node_class.dependencies
+    other = result.one("kubernetes:karpenter.k8s.aws/v1:EC2NodeClass", "node-pools-class-gpu-inference")
+    assert group.urn not in closure(result, other.urn)
+
+
+def test_the_documented_multi_node_job_fits_prods_training_pool() -> None:
+    """The pod spec docs/gpu-pools.md shows for a multi-node EFA job: valid Kubernetes, and what prod's
+    training pool asks of its pods (its node selector, a toleration for each of its taints)."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "gpu-pools.md").read_text()
+    snippet = text.split("<!-- multi-node-job -->\n```yaml\n", 1)[1].split("```", 1)[0]
+    spec = yaml.safe_load(snippet)
+    kubernetes_validate.validate(
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "pretrain-0"}, "spec": spec},
+        "1.35",
+        strict=True,
+    )
+    prod = parse_stack_config(stack_config("prod"))
+    (training,) = [p for p in prod.node_pools if p.name == "gpu-training"]
+    contract = pool_contract(training, gpu_operator=prod.gpu_operator)
+    assert spec["nodeSelector"] == contract.node_selector
+    tolerated = {(t["key"], t.get("value"), t["effect"]) for t in spec["tolerations"]}
+    assert {(t.key, t.value, t.effect) for t in contract.taints} <= tolerated
+    assert (training.efa, training.zone, training.placement_group) == (True, "us-west-2a", True)

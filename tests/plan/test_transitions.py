@@ -246,6 +246,22 @@ def test_removing_a_pool_deletes_its_node_class_and_node_pool_only_and_says_so()
     assert not result.blocking
 
 
+def test_prods_training_pool_gets_its_placement_group_in_place() -> None:
+    """Turning `placementGroup` on for prod's training pool (the plan back to the committed prod): the group
+    is created and the pool's class is updated in place to select it (Karpenter then replaces the pool's nodes
+    as drifted, under its budgets); nothing else moves."""
+
+    def without(s: Sections) -> None:
+        del pool(s, "gpu-training")["placementGroup"]
+
+    result = transition("prod", without, reverse=True)
+    assert_nothing_replaced_or_deleted(result)
+    assert ops(result, "create") == {
+        ("aws:ec2/placementGroup:PlacementGroup", "node-pools-placement-gpu-training")
+    }
+    assert ops(result, "update") == {(NODE_CLASS, "node-pools-class-gpu-training")}
+
+
 def test_removing_a_pool_of_prod_leaves_the_other_pool_alone() -> None:
     def remove(s: Sections) -> None:
         s["gpu-eks:nodePools"] = [p for p in s["gpu-eks:nodePools"] if p["name"] != "gpu-inference"]
@@ -274,7 +290,13 @@ def test_karpenter_namespace_change_replaces_only_the_controller_release_delete_
     assert result.of("delete") == []
     assert result.of("create") == []
     replaced = {(s.type, s.name): s for s in result.of("replace")}
-    assert replaced.keys() == {(RELEASE, "karpenter-controller"), (POD_IDENTITY, "karpenter-controller")}
+    # The GPU node guard's Role that reads Karpenter's leader Lease follows it to the new namespace.
+    assert replaced.keys() == {
+        (RELEASE, "karpenter-controller"),
+        (POD_IDENTITY, "karpenter-controller"),
+        ("kubernetes:rbac.authorization.k8s.io/v1:Role", "gpu-node-guard-role-lease-reader"),
+        ("kubernetes:rbac.authorization.k8s.io/v1:RoleBinding", "gpu-node-guard-rolebinding-lease-reader"),
+    }
     controller = replaced[(RELEASE, "karpenter-controller")]
     assert controller.because == ("namespace",)
     assert controller.delete_first
