@@ -18,7 +18,7 @@ exist apart from the pool, are not in it.
 NodeOverlays (for `synth plan` and the policy pack), and the tests check that both agree.
 """
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -26,6 +26,7 @@ from config.gpu_operator import GpuOperatorConfig
 from config.node_pools import NodePoolConfig
 from facts.pricing import on_demand_prices
 from pools.capacity import node_capacities, pool_limits
+from pools.sharing import gpu_limit_units
 from pools.spend import NodeMix, PoolSpend, pool_spend
 
 __all__ = ["PoolCost", "StackCost", "pool_cost", "stack_cost"]
@@ -39,6 +40,10 @@ class PoolCost:
     """`gpu` or `cpu`."""
     capacity_types: tuple[str, ...]
     """What the pool may launch: `spot`, `on-demand`, `reserved` (all counted at on-demand price)."""
+    written_limits: Mapping[str, str]
+    """The limits as the configuration writes them (`cpu`, `memory`, `nvidia.com/gpu`)."""
+    gpu_unit: str
+    """What `limits.nvidia.com/gpu` counts: `GPUs`, `time-slices` or `MIG devices` (`GPUs` on CPU pools)."""
     spend: PoolSpend
 
     @property
@@ -75,9 +80,12 @@ def pool_cost(pool: NodePoolConfig, gpu_operator: GpuOperatorConfig, *, overlays
     """The worst case and cheapest fill of one pool (`overlays`: whether its NodeOverlays are declared,
     `karpenter.gpuSharingOverlays`). Raises `MigProfileError` as `pools.capacity.node_capacities`."""
     nodes = node_capacities(pool, gpu_operator, overlays=overlays)
+    written = {"cpu": pool.limits.cpu, "memory": pool.limits.memory, "nvidia.com/gpu": pool.limits.nvidia_gpu}
     return PoolCost(
         kind=pool.kind,
         capacity_types=pool.capacity_types,
+        written_limits={resource: value for resource, value in written.items() if value is not None},
+        gpu_unit=gpu_limit_units(pool, gpu_operator, overlays=overlays).unit,
         spend=pool_spend(pool.name, nodes, pool_limits(pool), on_demand_prices()),
     )
 

@@ -189,6 +189,12 @@ def maximize(
     best, value, bound = _branch_and_bound([values[i] for i in usable], [counts[i] for i in usable], limits)
     for position, i in enumerate(usable):
         solution[i] = best[position]
+    # Of several optima, one of a single instance type reads best (64 x g5.4xlarge, not a mix of five).
+    for i in usable:
+        most = min(floor(b / c) for b, c in zip(limits, counts[i], strict=True) if c > 0)
+        if values[i] * most == value:
+            solution = [most if j == i else 0 for j in range(n)]
+            break
     return Solution(tuple(solution), value, bound)
 
 
