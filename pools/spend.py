@@ -89,10 +89,14 @@ class PoolSpend:
 
 
 def pool_spend(
-    pool: str, nodes: Sequence[Counted], limits: Mapping[str, Decimal], prices: Mapping[str, Decimal]
+    pool: str,
+    nodes: Sequence[Counted],
+    limits: Mapping[str, Decimal],
+    prices: Mapping[str, Decimal],
+    gpu: str = GPU,
 ) -> PoolSpend:
     """The worst case and cheapest fill of a pool that may launch `nodes` under `limits`, at `prices`
-    (instance type -> USD per hour)."""
+    (instance type -> USD per hour); `gpu`: the limited resource whose units the cheapest fill reaches."""
     unbounded = tuple(sorted(n.instance_type for n in nodes if all(n.counts.get(r, 0) == 0 for r in limits)))
     unpriced = tuple(sorted({n.instance_type for n in nodes if n.instance_type not in prices}))
     priced = [n for n in nodes if n.instance_type in prices]
@@ -105,13 +109,13 @@ def pool_spend(
     worst = maximize(price, counts, bounds)
     assert worst is not None  # every candidate counts against some limit
     cheapest = None
-    if GPU in limits:
+    if gpu in limits:
         # Lexicographic: most GPU units first, then least price. GPU units are whole and any two sets
         # differ in price by less than the worst case's bound, so weighing a unit above that bound and
         # maximizing (units x weight - price) solves both at once.
         weight = worst.bound + 1
-        gpu = names.index(GPU)
-        cheapest = maximize([c[gpu] * weight - p for c, p in zip(counts, price, strict=True)], counts, bounds)
+        row = names.index(gpu)
+        cheapest = maximize([c[row] * weight - p for c, p in zip(counts, price, strict=True)], counts, bounds)
     return PoolSpend(
         pool,
         dict(limits),
