@@ -2,6 +2,7 @@
 
 import json
 from collections.abc import Mapping
+from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
 import pulumi
@@ -20,6 +21,7 @@ from components.node_overlays import pool_overlays, stack_overlays
 from components.node_pools import pool_objects
 from config.base import ConfigModel
 from config.cluster import ClusterConfig
+from config.cost import CostConfig, as_written
 from config.efa_device_plugin import EfaDevicePluginConfig
 from config.errors import (
     PROJECT,
@@ -40,6 +42,8 @@ from config.smoke_test import SmokeTestConfig
 from config.types import AwsProfile, AwsRegion, documentation_range
 from facts.aws_provider import provider_config_keys
 from facts.partitions import Partition, partition_of_arn, partition_of_region
+from facts.pricing import HOURS_PER_MONTH
+from pools.cost import PoolCost, stack_cost
 from pools.sharing import gpu_limit_units, gpu_limits, pool_gpu_resource, sharing_capacity
 
 
@@ -75,6 +79,9 @@ class StackConfig(ConfigModel):
     observability: ObservabilityConfig = ObservabilityConfig()
     """Metrics, dashboards and alerts for the GPU pools and Karpenter: none, in the cluster, or Amazon
     Managed Service for Prometheus."""
+    cost: CostConfig = CostConfig()
+    """What the stack may spend: a cap on the node pools' worst case (checked before anything is created,
+    and by the policy pack), and an optional monthly AWS budget on the stack's cost-allocation tag."""
 
     @property
     def gpu_pools(self) -> tuple[NodePoolConfig, ...]:
@@ -433,14 +440,78 @@ def _observability_problems(config: StackConfig) -> list[ConfigProblem]:
 
 def _cross_section_problems(config: StackConfig) -> list[ConfigProblem]:
     """Checks that span sections; each names the key to change."""
+    pools = _node_pool_problems(config)
     return (
         _cluster_problems(config)
         + _karpenter_replicas_problems(config)
         + _gpu_operator_problems(config)
         + _observability_problems(config)
-        + _node_pool_problems(config)
+        + pools
         + _smoke_test_problems(config)
+        + _cost_problems(config, pools_valid=not pools)
     )
+
+
+def _cost_problems(config: StackConfig, *, pools_valid: bool) -> list[ConfigProblem]:
+    """The section's own cross-key checks, and the cap: the pools' worst case (`pools.cost`) must stay at or
+    below `cost.maxWorstCaseUsdPerHour` (checked once the pools themselves are valid)."""
+    problems = [
+        ConfigProblem(config_key(("cost", *path)), message, value, True)
+        for path, message, value in config.cost.problems()
+    ]
+    cap = config.cost.max_worst_case_usd_per_hour
+    if cap is None or not pools_valid:
+        return problems
+    cost = stack_cost(config.node_pools, config.gpu_operator, overlays=config.karpenter.gpu_sharing_overlays)
+    key = config_key(("cost", "maxWorstCaseUsdPerHour"))
+    unknowable = [
+        f"{p.pool} may launch "
+        + (
+            f"any number of {', '.join(p.spend.unbounded_by)} (they count against none of its limits)"
+            if p.spend.unbounded_by
+            else f"{', '.join(p.spend.unpriced)}, which the price table has no price for"
+        )
+        for p in cost.pools
+        if p.spend.unbounded_by or p.spend.unpriced
+    ]
+    if unknowable:
+        return [
+            *problems,
+            ConfigProblem(
+                key,
+                f"caps the node pools at ${cap}/h, but their worst case cannot be bounded: "
+                f"{'; '.join(unknowable)}. Limit those pools (limits.cpu, limits.memory) or restrict their "
+                "instance types, or remove the cap",
+                as_written(cap),
+                True,
+            ),
+        ]
+    # Where the search stopped before proving its optimum, the proven bound decides: a cap must hold.
+    worst = sum((p.spend.worst_case_bound or Decimal(0) for p in cost.pools), Decimal(0))
+    if worst <= cap:
+        return problems
+    pools = sorted(cost.pools, key=lambda p: -(p.spend.worst_case_bound or 0))
+    shown = "; ".join(
+        f"{p.pool} up to ${p.spend.worst_case_bound:,.2f}/h ({_node_mix(p)})" for p in pools if p.worst_case
+    )
+    return [
+        *problems,
+        ConfigProblem(
+            key,
+            f"caps the node pools at ${cap:,}/h, but at their limits they may run ${worst:,.2f}/h at once "
+            f"(${worst * HOURS_PER_MONTH:,.0f} a {HOURS_PER_MONTH}-hour month, at us-east-1 on-demand list "
+            f"price): {shown}. Lower those pools' limits (nvidia.com/gpu, cpu, memory), or raise the cap "
+            f"to at least {worst.quantize(Decimal('0.01'), rounding=ROUND_CEILING)}; `python -m synth cost` "
+            "shows each pool",
+            as_written(cap),
+            True,
+        ),
+    ]
+
+
+def _node_mix(pool: PoolCost) -> str:
+    worst = pool.worst_case
+    return ", ".join(f"{n} x {name}" for name, n in worst.nodes.items()) if worst else "no node"
 
 
 def _cluster_problems(config: StackConfig) -> list[ConfigProblem]:
