@@ -42,8 +42,8 @@ from config.smoke_test import SmokeTestConfig
 from config.types import AwsProfile, AwsRegion, documentation_range
 from facts.aws_provider import provider_config_keys
 from facts.partitions import Partition, partition_of_arn, partition_of_region
-from facts.pricing import HOURS_PER_MONTH
-from pools.cost import PoolCost, stack_cost
+from facts.pricing import HOURS_PER_MONTH, on_demand_prices
+from pools.cost import PoolCost, pool_cost, stack_cost
 from pools.sharing import gpu_limit_units, gpu_limits, pool_gpu_resource, sharing_capacity
 
 
@@ -352,7 +352,42 @@ def config_warnings(config: StackConfig) -> list[str]:
             for index, pool in enumerate(config.node_pools)
             if (case := pool.worst_case(_gpu_units(pool, config)))
         ]
+        + _idle_node_warnings(config)
     )
+
+
+def _idle_node_warnings(config: StackConfig) -> list[str]:
+    """A GPU pool that can never remove an empty node: consolidation off (`consolidateAfter: Never`), drift
+    blocked at all times by a 0-node budget, no expiry. An idle node then bills until someone deletes it."""
+    warnings = []
+    for index, pool in enumerate(config.node_pools):
+        if pool.kind != "gpu":
+            continue
+        never_drifts = any(
+            b.nodes in ("0", "0%") and b.schedule is None and (b.reasons is None or "Drifted" in b.reasons)
+            for b in pool.disruption.budgets
+        )
+        if pool.disruption.consolidate_after != "Never" or pool.expire_after != "Never" or not never_drifts:
+            continue
+        spend = pool_cost(pool, config.gpu_operator, overlays=config.karpenter.gpu_sharing_overlays).spend
+        prices = on_demand_prices()
+        priced = [n for n in pool.launchable() if n.name in prices]
+        dearest = max(priced, key=lambda it: prices[it.name], default=None)
+        cost = (
+            f"one idle {dearest.name} costs ${prices[dearest.name]:,.2f}/h "
+            f"(${prices[dearest.name] * HOURS_PER_MONTH:,.0f} a {HOURS_PER_MONTH}-hour month, us-east-1 "
+            "on-demand list price)"
+            if dearest is not None
+            else "its nodes have no list price to say what an idle one costs"
+        )
+        at_limit = f", ${spend.worst_case.usd_per_hour:,.2f}/h at its limits" if spend.worst_case else ""
+        warnings.append(
+            f"{PROJECT}:nodePools[{index}] ({pool.name}) can never shed an empty node: consolidateAfter is "
+            "Never, a 0-node budget blocks drift at all times and expireAfter is Never, so an idle node "
+            f"bills until someone deletes it; {cost}{at_limit}. Set consolidateAfter (e.g. 1h), or an "
+            "expireAfter, or give the 0-node budget a schedule"
+        )
+    return warnings
 
 
 def _smoke_test_problems(config: StackConfig) -> list[ConfigProblem]:

@@ -106,3 +106,44 @@ def test_bad_cost_settings_are_refused_with_key_value_and_what_is_accepted(
     cost: dict[str, Any], expected: str
 ) -> None:
     assert expected in refusal(prod_with(cost))
+
+
+def test_a_gpu_pool_that_can_never_shed_an_empty_node_is_warned_about_with_its_cost() -> None:
+    from config.stack import config_warnings
+    from facts.pricing import on_demand_prices
+    from tests.helpers import config as config_map_of
+
+    stuck = {
+        "name": "train",
+        "instanceFamilies": ["p5"],
+        "gpuCount": {"min": 8},
+        "limits": {"nvidia.com/gpu": "16"},
+        "expireAfter": "Never",
+        "disruption": {
+            "consolidationPolicy": "WhenEmpty",
+            "consolidateAfter": "Never",
+            "budgets": [{"nodes": "0"}],
+        },
+    }
+    stack = parse_stack_config(config_map_of(nodePools=[stuck]))
+    (warning,) = [w for w in config_warnings(stack) if "can never shed" in w]
+    price = on_demand_prices()["p5.48xlarge"]
+    assert warning.startswith("gpu-eks:nodePools[0] (train) can never shed an empty node")
+    assert f"one idle p5.48xlarge costs ${price:,.2f}/h (${price * 730:,.0f} a 730-hour month" in warning
+    # A schedule on the budget, an expiry, or consolidation each let the node go: no warning.
+    for change in (
+        {"expireAfter": "720h"},
+        {"disruption": {**stuck["disruption"], "consolidateAfter": "1h"}},
+        {"disruption": {**stuck["disruption"], "budgets": [{"nodes": "0", "reasons": ["Underutilized"]}]}},
+    ):
+        relaxed = parse_stack_config(config_map_of(nodePools=[{**stuck, **change}]))
+        assert not [w for w in config_warnings(relaxed) if "can never shed" in w], change
+
+
+def test_dev_keeps_audit_and_authenticator_logs_a_week_and_prod_keeps_every_log_a_year() -> None:
+    dev, prod = (parse_stack_config(stack_config(s)).cluster for s in ("dev", "prod"))
+    assert (dev.log_types, dev.log_retention_days) == (("audit", "authenticator"), 7)
+    assert (set(prod.log_types), prod.log_retention_days) == (
+        {"api", "audit", "authenticator", "controllerManager", "scheduler"},
+        365,
+    )

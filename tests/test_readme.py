@@ -67,3 +67,11 @@ def test_every_link_in_the_readme_and_docs_resolves() -> None:
             elif anchor and resolved.suffix == ".md" and anchor not in _anchors(resolved):
                 broken.append(f"{page.relative_to(ROOT)}: {target} (no such heading)")
     assert not broken, "\n".join(broken)
+
+
+def test_the_what_it_costs_table_is_generated_from_synth_cost() -> None:
+    from scripts.cost_table import README, render
+
+    current = README.read_text()
+    assert current == render(current), "run: .venv/bin/python -m scripts.cost_table"
+    assert "| prod | **total** | **$544.26/h** |" in current
