@@ -16,12 +16,13 @@ none of the limits set is unbounded. The standard library only: the policy pack,
 virtualenv, computes the same figures through `pools.declared`.
 """
 
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 from math import ceil, floor, gcd, lcm
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from facts.pricing import HOURS_PER_MONTH
 
@@ -380,65 +381,41 @@ def _relaxed_bound(values: list[float], counts: list[list[float]], limits: list[
 
 
 def _simplex_duals(values: list[float], counts: list[list[float]], limits: list[float]) -> list[float]:
-    """The shadow prices of the linear relaxation, in floating point (`_lp`'s simplex; Bland's rule with a
-    small tolerance). Only a guide: `_relaxed_bound` makes them feasible before it trusts them."""
+    """The shadow prices of the linear relaxation, in floating point (`_simplex` with a small tolerance).
+    Only a guide: `_relaxed_bound` makes them feasible before it trusts them."""
+    _, duals = _simplex(values, counts, limits, number=float, tolerance=1e-12 * max(values))
+    return duals
+
+
+N = TypeVar("N", Fraction, float)
+
+
+def _simplex(
+    values: Sequence[N], counts: Sequence[Sequence[N]], limits: Sequence[N], *, number: type[N], tolerance: N
+) -> tuple[N, list[N]]:
+    """max values . x subject to counts^T x <= limits, x >= 0 real (limits >= 0, so x = 0 is feasible): the
+    primal simplex on a dense tableau with Bland's rule (no cycling on degenerate limits). Returns the
+    optimum and the shadow price of each limit (y >= 0 with y . counts_i >= values_i at the optimum); exact in
+    rational arithmetic (`tolerance` 0), approximate in floating point (it stops after a bounded number of
+    pivots)."""
     m, n = len(limits), len(values)
-    rows = [
-        [counts[i][r] for i in range(n)] + [float(s == r) for s in range(m)] + [limits[r]] for r in range(m)
+    zero: N = number(0)
+    # Row r: the items' counts against limit r, then the slacks (identity), then the right-hand side.
+    rows: list[list[N]] = [
+        [counts[i][r] for i in range(n)] + [number(int(s == r)) for s in range(m)] + [limits[r]]
+        for r in range(m)
     ]
-    costs = [*values, *([0.0] * m)]
+    costs: list[N] = list(values) + [zero for _ in range(m)]  # reduced costs of the columns
+    value: N = zero
     basis = [n + r for r in range(m)]
-    tolerance = 1e-12 * max(values)
-    for _ in range(50 * (n + m)):
+    # Bland's rule terminates; in floating point, rounding might still make it circle, so it stops anyway.
+    pivots = itertools.count() if number is Fraction else range(50 * (n + m))
+    for _ in pivots:
         entering = next((j for j, d in enumerate(costs) if d > tolerance), None)
         if entering is None:
             break
         pivot = min(
-            (r for r in range(m) if rows[r][entering] > 1e-12),
-            key=lambda r: (rows[r][-1] / rows[r][entering], basis[r]),
-            default=None,
-        )
-        if pivot is None:
-            break
-        scale = rows[pivot][entering]
-        rows[pivot] = [a / scale for a in rows[pivot]]
-        for r in range(m):
-            factor = rows[r][entering]
-            if r != pivot and factor:
-                rows[r] = [a - factor * p for a, p in zip(rows[r], rows[pivot], strict=True)]
-        factor = costs[entering]
-        costs = [d - factor * p for d, p in zip(costs, rows[pivot][:-1], strict=True)]
-        basis[pivot] = entering
-    return [-costs[n + r] for r in range(m)]
-
-
-@dataclass(frozen=True)
-class _Relaxation:
-    value: Fraction
-    duals: tuple[Fraction, ...]
-    """Shadow price of each limit: y >= 0 with y . counts_i >= value_i for every item."""
-
-
-def _lp(
-    values: Sequence[Fraction], counts: Sequence[Sequence[Fraction]], limits: Sequence[Fraction]
-) -> _Relaxation:
-    """max values . x subject to counts^T x <= limits, x >= 0 real (limits >= 0, so x = 0 is feasible): the
-    primal simplex on a dense tableau with Bland's rule (no cycling on degenerate limits), exact."""
-    m, n = len(limits), len(values)
-    # Row r: the items' counts against limit r, then the slacks (identity), then the right-hand side.
-    rows = [
-        [counts[i][r] for i in range(n)] + [Fraction(int(s == r)) for s in range(m)] + [limits[r]]
-        for r in range(m)
-    ]
-    costs = [*values, *([Fraction(0)] * m)]  # reduced costs of the columns
-    value = Fraction(0)
-    basis = [n + r for r in range(m)]
-    while True:
-        entering = next((j for j, d in enumerate(costs) if d > 0), None)
-        if entering is None:
-            return _Relaxation(value, tuple(-costs[n + r] for r in range(m)))
-        pivot = min(
-            (r for r in range(m) if rows[r][entering] > 0),
+            (r for r in range(m) if rows[r][entering] > tolerance),
             key=lambda r: (rows[r][-1] / rows[r][entering], basis[r]),
             default=None,
         )
@@ -454,3 +431,19 @@ def _lp(
         costs = [d - factor * p for d, p in zip(costs, rows[pivot][:-1], strict=True)]
         value += factor * rows[pivot][-1]
         basis[pivot] = entering
+    return value, [-costs[n + r] for r in range(m)]
+
+
+@dataclass(frozen=True)
+class _Relaxation:
+    value: Fraction
+    duals: tuple[Fraction, ...]
+    """Shadow price of each limit: y >= 0 with y . counts_i >= value_i for every item."""
+
+
+def _lp(
+    values: Sequence[Fraction], counts: Sequence[Sequence[Fraction]], limits: Sequence[Fraction]
+) -> _Relaxation:
+    """The linear relaxation, exact (`_simplex` in rational arithmetic)."""
+    value, duals = _simplex(values, counts, limits, number=Fraction, tolerance=Fraction(0))
+    return _Relaxation(value, tuple(duals))
