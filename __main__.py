@@ -4,6 +4,7 @@ import pulumi
 import pulumi_aws as aws
 
 import contract
+from components.budget import CostBudget
 from components.cluster import Cluster
 from components.efa_device_plugin import EfaDevicePlugin
 from components.gpu_node_guard import GpuNodeGuard
@@ -139,6 +140,14 @@ if config.node_overlays:
         overlays=config.node_overlays,
         provider=cluster.provider,
         karpenter=[karpenter.crd_release, karpenter.controller_release],
+    )
+if config.cost.monthly_budget_usd is not None:
+    CostBudget(
+        "cost-budget",
+        config=config.cost,
+        stack=pulumi.get_stack(),
+        cluster_name=config.cluster.name,
+        tags=tags,
     )
 if config.smoke_test.enabled and config.smoke_test.node_pool:
     SmokeTest(

@@ -52,6 +52,11 @@ from facts.gpu_operator import DEVICE_PLUGIN_DEPLOY_LABEL, DEVICE_PLUGIN_PAUSED
 from facts.replacement import K8S_DEFAULT_DELETE_TIMEOUT_SECONDS
 from pools.sharing import gpu_limits, pool_gpu_resource, slices_per_gpu
 
+POOL_TAG = "gpu-eks/pool"
+"""AWS tag on every instance, volume and launch template of a pool (with `gpu-eks/stack` and
+`gpu-eks/cluster`): activated as a cost-allocation tag, it splits the bill per pool (docs/costs.md).
+Karpenter's own `karpenter.sh/nodepool` tag says the same, but Karpenter forbids it in a node class's tags and
+names it differently from the rest of the stack's tags."""
 POOL_LABEL = "gpu-eks.io/pool"
 """Label on every node with the name of its pool (Karpenter adds `karpenter.sh/nodepool` too)."""
 EFA_LABEL = "gpu-eks.io/efa"
@@ -196,7 +201,8 @@ def node_class(pool: NodePoolConfig, *, cluster_name: str, tags: dict[str, str])
             if pool.placement_group
             else None,
             kubelet=kubelet,
-            tags=dict(tags) or None,
+            # Karpenter puts these on the instances, their volumes and launch templates (GetTags).
+            tags={**tags, POOL_TAG: pool.name},
             # Bottlerocket already ignores NVIDIA_VISIBLE_DEVICES from unprivileged pods (facts.bottlerocket).
             user_data=al2023_user_data() if pool.ami_family == "al2023" else None,
         ),

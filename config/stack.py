@@ -3,7 +3,7 @@
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from decimal import Decimal
+from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
 import pulumi
@@ -23,6 +23,7 @@ from components.node_overlays import pool_overlays, stack_overlays
 from components.node_pools import pool_objects
 from config.base import ConfigModel
 from config.cluster import ClusterConfig
+from config.cost import CostConfig, as_written
 from config.efa_device_plugin import EfaDevicePluginConfig
 from config.errors import (
     PROJECT,
@@ -47,7 +48,9 @@ from facts.aws_provider import provider_config_keys
 from facts.instance_types import instance_types
 from facts.partitions import Partition, partition_of_arn, partition_of_region
 from facts.placeholders import documentation_account
+from facts.pricing import HOURS_PER_MONTH, on_demand_prices
 from facts.system_pods import GPU_NODE_GUARD, GUARD_REPLICAS, NFD_WORKER, SYSTEM_DEPLOYMENTS, PodRequests
+from pools.cost import PoolCost, pool_cost, stack_cost
 from pools.sharing import gpu_limit_units, gpu_limits, pool_gpu_resource, sharing_capacity
 
 
@@ -83,6 +86,9 @@ class StackConfig(ConfigModel):
     observability: ObservabilityConfig = ObservabilityConfig()
     """Metrics, dashboards and alerts for the GPU pools and Karpenter: none, in the cluster, or Amazon
     Managed Service for Prometheus."""
+    cost: CostConfig = CostConfig()
+    """What the stack may spend: a cap on the node pools' worst case (checked before anything is created,
+    and by the policy pack), and an optional monthly AWS budget on the stack's cost-allocation tag."""
 
     @property
     def gpu_pools(self) -> tuple[NodePoolConfig, ...]:
@@ -391,7 +397,42 @@ def config_warnings(config: StackConfig) -> list[str]:
             for index, pool in enumerate(config.node_pools)
             if (case := pool.worst_case(_gpu_units(pool, config)))
         ]
+        + _idle_node_warnings(config)
     )
+
+
+def _idle_node_warnings(config: StackConfig) -> list[str]:
+    """A GPU pool that can never remove an empty node: consolidation off (`consolidateAfter: Never`), drift
+    blocked at all times by a 0-node budget, no expiry. An idle node then bills until someone deletes it."""
+    warnings = []
+    for index, pool in enumerate(config.node_pools):
+        if pool.kind != "gpu":
+            continue
+        never_drifts = any(
+            b.nodes in ("0", "0%") and b.schedule is None and (b.reasons is None or "Drifted" in b.reasons)
+            for b in pool.disruption.budgets
+        )
+        if pool.disruption.consolidate_after != "Never" or pool.expire_after != "Never" or not never_drifts:
+            continue
+        spend = pool_cost(pool, config.gpu_operator, overlays=config.karpenter.gpu_sharing_overlays).spend
+        prices = on_demand_prices()
+        priced = [n for n in pool.launchable() if n.name in prices]
+        dearest = max(priced, key=lambda it: prices[it.name], default=None)
+        cost = (
+            f"one idle {dearest.name} costs ${prices[dearest.name]:,.2f}/h "
+            f"(${prices[dearest.name] * HOURS_PER_MONTH:,.0f} a {HOURS_PER_MONTH}-hour month, us-east-1 "
+            "on-demand list price)"
+            if dearest is not None
+            else "its nodes have no list price to say what an idle one costs"
+        )
+        at_limit = f", ${spend.worst_case.usd_per_hour:,.2f}/h at its limits" if spend.worst_case else ""
+        warnings.append(
+            f"{PROJECT}:nodePools[{index}] ({pool.name}) can never shed an empty node: consolidateAfter is "
+            "Never, a 0-node budget blocks drift at all times and expireAfter is Never, so an idle node "
+            f"bills until someone deletes it; {cost}{at_limit}. Set consolidateAfter (e.g. 1h), or an "
+            "expireAfter, or give the 0-node budget a schedule"
+        )
+    return warnings
 
 
 def _smoke_test_problems(config: StackConfig) -> list[ConfigProblem]:
@@ -526,12 +567,83 @@ def _cross_section_problems(config: StackConfig, production: bool) -> list[Confi
     problems: list[ConfigProblem] = []
     checks = CROSS_SECTION_CHECKS + (PRODUCTION_CHECKS if production else ())
     for section, check in checks:
+        after = CHECKED_AFTER.get(check)
+        if after is not None and any(p.key.startswith(section_key(after)) for p in problems):
+            continue
         try:
             found = check(config)
         except ValueError as exc:
             found = [ConfigProblem(section_key(section), str(exc))]
         problems += found
     return problems
+
+
+def _cost_problems(config: StackConfig) -> list[ConfigProblem]:
+    """The `cost` section's own cross-key checks."""
+    return [
+        ConfigProblem(config_key(("cost", *path)), message, value, True)
+        for path, message, value in config.cost.problems()
+    ]
+
+
+def _cost_cap_problems(config: StackConfig) -> list[ConfigProblem]:
+    """The pools' worst case (`pools.cost`) must stay at or below `cost.maxWorstCaseUsdPerHour` (run once the
+    pools themselves are valid: `CHECKED_AFTER`)."""
+    problems: list[ConfigProblem] = []
+    cap = config.cost.max_worst_case_usd_per_hour
+    if cap is None:
+        return problems
+    cost = stack_cost(config.node_pools, config.gpu_operator, overlays=config.karpenter.gpu_sharing_overlays)
+    key = config_key(("cost", "maxWorstCaseUsdPerHour"))
+    unknowable = [
+        f"{p.pool} may launch "
+        + (
+            f"any number of {', '.join(p.spend.unbounded_by)} (they count against none of its limits: "
+            "set limits.cpu or limits.memory)"
+            if p.spend.unbounded_by
+            else f"{', '.join(p.spend.unpriced)}, which the price table has no price for (leave them out "
+            "with instanceTypes or instanceFamilies)"
+        )
+        for p in cost.pools
+        if p.spend.unbounded_by or p.spend.unpriced
+    ]
+    if unknowable:
+        return [
+            *problems,
+            ConfigProblem(
+                key,
+                f"caps the node pools at ${cap}/h, but their worst case cannot be bounded: "
+                f"{'; '.join(unknowable)}; or remove the cap",
+                as_written(cap),
+                True,
+            ),
+        ]
+    # Where the search stopped before proving its optimum, the proven bound decides: a cap must hold.
+    worst = sum((p.spend.worst_case_bound or Decimal(0) for p in cost.pools), Decimal(0))
+    if worst <= cap:
+        return problems
+    pools = sorted(cost.pools, key=lambda p: -(p.spend.worst_case_bound or 0))
+    shown = "; ".join(
+        f"{p.pool} up to ${p.spend.worst_case_bound:,.2f}/h ({_node_mix(p)})" for p in pools if p.worst_case
+    )
+    return [
+        *problems,
+        ConfigProblem(
+            key,
+            f"caps the node pools at ${cap:,}/h, but at their limits they may run ${worst:,.2f}/h at once "
+            f"(${worst * HOURS_PER_MONTH:,.0f} a {HOURS_PER_MONTH}-hour month, at us-east-1 on-demand list "
+            f"price): {shown}. Lower those pools' limits (nvidia.com/gpu, cpu, memory), or raise the cap "
+            f"to at least {worst.quantize(Decimal('0.01'), rounding=ROUND_CEILING)}; `python -m synth cost` "
+            "shows each pool",
+            as_written(cap),
+            True,
+        ),
+    ]
+
+
+def _node_mix(pool: PoolCost) -> str:
+    worst = pool.worst_case
+    return ", ".join(f"{n} x {name}" for name, n in worst.nodes.items()) if worst else "no node"
 
 
 def _cluster_problems(config: StackConfig) -> list[ConfigProblem]:
@@ -773,8 +885,12 @@ CROSS_SECTION_CHECKS: tuple[tuple[str, Callable[[StackConfig], list[ConfigProble
     ("observability", _observability_problems),
     ("nodePools", _node_pool_problems),
     ("smokeTest", _smoke_test_problems),
+    ("cost", _cost_problems),
+    ("cost", _cost_cap_problems),
 )
 """The cross-section checks, each with the section its problems belong to, in the order they are listed."""
+CHECKED_AFTER: Mapping[Callable[[StackConfig], list[ConfigProblem]], str] = {_cost_cap_problems: "nodePools"}
+"""Checks that run only when an earlier section has no problem: the cap prices valid pools only."""
 PRODUCTION_CHECKS: tuple[tuple[str, Callable[[StackConfig], list[ConfigProblem]]], ...] = (
     ("observability", _production_alerting_problems),
 )

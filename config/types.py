@@ -330,9 +330,13 @@ PositiveInt = Annotated[int, Strict(), Field(ge=1)]
 _TAG_CHARS = re.compile(r"[\w\s.:/=+\-@]*")
 """AWS tag keys and values: letters, digits, spaces and `_ . : / = + - @` (AWS Tagging Best Practices,
 "Tag naming limits and requirements"; IAM, EKS, SQS and EC2 apply the same set)."""
-MAX_TAGS = 44
-"""AWS allows 50 tags per resource; gpu-eks adds up to six of its own (`gpu-eks/stack`, `gpu-eks/cluster`,
-`Name`, and on subnets `karpenter.sh/discovery`, `kubernetes.io/cluster/<name>`, `kubernetes.io/role/*`)."""
+MAX_TAGS = 41
+"""AWS allows 50 tags per resource. The most crowded are the GPU nodes' instances and volumes: gpu-eks tags
+them `gpu-eks/stack`, `gpu-eks/cluster` and `gpu-eks/pool` (their EC2NodeClass), and Karpenter adds six of
+its own (`Name`, `karpenter.sh/nodepool`, `karpenter.sh/nodeclaim`, `karpenter.k8s.aws/ec2nodeclass`,
+`kubernetes.io/cluster/<name>`, `eks:eks-cluster-name`; aws/karpenter-provider-aws@c88abbbad455
+`pkg/utils/utils.go` `GetTags` and `pkg/controllers/nodeclaim/tagging/controller.go`), which leaves 41 for
+the configuration."""
 _RESERVED_TAGS = (
     ("gpu-eks/", "is set by gpu-eks itself"),
     ("karpenter.sh/discovery", "marks the subnets and security group Karpenter launches nodes into"),
@@ -346,7 +350,8 @@ _RESERVED_TAGS = (
 def _check_tags(tags: dict[str, str]) -> dict[str, str]:
     if len(tags) > MAX_TAGS:
         raise ValueError(
-            f"has {len(tags)} tags; AWS allows 50 per resource and gpu-eks adds up to 6: at most {MAX_TAGS}"
+            f"has {len(tags)} tags; AWS allows 50 per resource, and gpu-eks and Karpenter add up to 9 to a "
+            f"GPU node: at most {MAX_TAGS}"
         )
     for key, value in tags.items():
         if key.lower().startswith("aws:"):

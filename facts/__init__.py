@@ -10,6 +10,7 @@
 - `facts.aws_provider`: the AWS provider's own `aws:` config keys (the installed pulumi-aws SDK).
 - `facts.cron`: disruption-budget schedules as Karpenter 1.14.1 parses them (robfig/cron v3.0.1).
 - `facts.quantity`: Kubernetes resource quantities as numbers.
+- `facts.pricing`: EC2 on-demand list prices (Karpenter 1.14.1's compiled us-east-1 table).
 - `facts.gpu_operator`: GPU Operator v26.7.0 and MIG manager labels, operands and their tolerations; who
   writes the device plugin's deploy label; the MIG manager's entrypoint and its kubelet restart.
 - `facts.karpenter_lifecycle`: when Karpenter 1.14.1 initializes, times out and repairs nodes; its leader

@@ -9,6 +9,8 @@
   names, broader than the Karpenter reference (older and region-specific types): whether a name exists.
 
 The Karpenter tables are region-dependent: a type missing from them is reported unknown rather than guessed.
+The tables are read with the standard library only (`pulumi_aws` is imported where the enum is read): the
+policy pack, in its own virtualenv, reads them through `instance_labels` and `pools.declared`.
 """
 
 import csv
@@ -18,8 +20,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
-
-import pulumi_aws
 
 from facts.quantity import parse_quantity
 
@@ -237,6 +237,9 @@ def instance_types() -> Mapping[str, InstanceType]:
 @functools.cache
 def ec2_instance_type_names() -> frozenset[str]:
     """Every EC2 instance type name pulumi-aws knows (`pulumi_aws.ec2.InstanceType`), plus the reference's."""
+    # Imported here: the tables above are read by the policy pack too, whose virtualenv has no pulumi_aws.
+    import pulumi_aws
+
     return frozenset(t.value for t in pulumi_aws.ec2.InstanceType) | instance_types().keys()
 
 
@@ -244,3 +247,38 @@ def ec2_instance_type_names() -> frozenset[str]:
 def ec2_instance_families() -> frozenset[str]:
     """Every instance family (the part before the dot) of `ec2_instance_type_names`."""
     return frozenset(name.split(".", 1)[0] for name in ec2_instance_type_names())
+
+
+@functools.cache
+def _accelerated_rows() -> Mapping[str, Mapping[str, str]]:
+    return {row["instance"]: row for row in _rows(INSTANCE_TYPES_TSV)}
+
+
+def instance_labels(name: str) -> dict[str, str]:
+    """The well-known labels Karpenter gives a node of an instance type of the reference (the ones the tables
+    carry): what a NodePool's or NodeOverlay's requirements are matched against. Empty for a type the
+    reference does not list. Karpenter sets more (hypervisor, network bandwidth, ...); a reader of these
+    must decide what a requirement on one of those means."""
+    it = instance_types().get(name)
+    if it is None:
+        return {}
+    labels = {
+        "node.kubernetes.io/instance-type": name,
+        "kubernetes.io/arch": it.arch,
+        "kubernetes.io/os": "linux",
+        "karpenter.k8s.aws/instance-family": it.family,
+        "karpenter.k8s.aws/instance-size": name.split(".", 1)[1],
+        "karpenter.k8s.aws/instance-category": it.category,
+        "karpenter.k8s.aws/instance-generation": str(it.generation),
+        "karpenter.k8s.aws/instance-cpu": str(it.vcpus),
+        "karpenter.k8s.aws/instance-memory": str(it.memory_mib),
+    }
+    accelerated = _accelerated_rows().get(name, {})
+    if accelerated.get("gpu-count"):
+        labels |= {
+            "karpenter.k8s.aws/instance-gpu-name": accelerated["gpu-name"],
+            "karpenter.k8s.aws/instance-gpu-count": accelerated["gpu-count"],
+            "karpenter.k8s.aws/instance-gpu-memory": accelerated["gpu-memory-MiB"],
+            "karpenter.k8s.aws/instance-gpu-manufacturer": it.gpu_manufacturer,
+        }
+    return labels

@@ -35,9 +35,6 @@ S3_GATEWAY_SERVICE: Final = "s3"
 charge for using gateway endpoints": https://docs.aws.amazon.com/vpc/latest/privatelink/gateway-endpoints.html).
 ECR stores image layers in S3, so with it layer downloads skip the NAT gateways."""
 
-HOURS_PER_MONTH: Final = 730
-"""The month AWS pricing pages quote (24 x 365 / 12)."""
-
 INTERFACE_ENDPOINT_USD_PER_AZ_HOUR: Final = 0.01
 INTERFACE_ENDPOINT_USD_PER_GB: Final = 0.01
 """AWS PrivateLink, interface endpoints, US East (N. Virginia) and US West (Oregon): USD per endpoint per

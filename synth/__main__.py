@@ -4,6 +4,7 @@
     .venv/bin/python -m synth --check        # compare every stack with its committed snapshot
     .venv/bin/python -m synth prod --out /tmp/prod
     .venv/bin/python -m synth plan prod --from origin/main   # what `pulumi up` would change
+    .venv/bin/python -m synth cost prod      # what its pools may cost at once (--json for a machine)
 
 No AWS account or Pulumi CLI is needed; see docs/offline.md. A synth stands for `pulumi preview`: what only
 `pulumi up` refuses (a documentation placeholder where a runner address or a role goes) is a warning here.
@@ -24,6 +25,8 @@ if __name__ == "__main__":
     gc.disable()
 
 from config.errors import ConfigError
+from config.stack import parse_stack_config
+from synth import cost as costing
 from synth import plan as planning
 from synth import snapshot
 from synth.runner import (
@@ -136,11 +139,55 @@ def plan_main(argv: list[str]) -> int:
     return 1 if result.blocking else 0
 
 
+def cost_main(argv: list[str]) -> int:
+    """`python -m synth cost`: exit 0 with the report, 2 on a bad stack name or a refused configuration."""
+    parser = argparse.ArgumentParser(
+        prog="python -m synth cost",
+        description="What each pool of a stack may cost at once: the worst case its limits admit, at "
+        "on-demand list price (Karpenter 1.14.1's us-east-1 table), the node mix reaching it, the cheapest "
+        "fill of its GPU limit, and the stack's total.",
+    )
+    parser.add_argument("stack", help="stack name (a Pulumi.<stack>.yaml)")
+    parser.add_argument(
+        "--json", action="store_true", help='print [{"pool", "worstCaseUsdPerHour", "worstCaseNodes", ...}]'
+    )
+    args = parser.parse_args(argv)
+    if args.stack not in stacks():
+        parser.error(f"no Pulumi.{args.stack}.yaml; stacks: {', '.join(stacks())}")
+    try:
+        config = parse_stack_config(stack_file_config(ROOT / f"Pulumi.{args.stack}.yaml"))
+    except StackFileError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return REFUSED
+    except ConfigError as exc:
+        print(diagnostics(args.stack, [str(exc)], []), file=sys.stderr)
+        return REFUSED
+    report = costing.costs(config)
+    if args.json:
+        sys.stdout.write(costing.render_json(report))
+    else:
+        sys.stdout.write(costing.render_text(args.stack, config.region, report))
+    return 0
+
+
+COMMANDS = """commands:
+  python -m synth [STACK ...] [--check | --out DIR]   write (or check) the snapshots
+  python -m synth plan STACK [--from REF]             what `pulumi up` would change (plan --help)
+  python -m synth cost STACK [--json]                 what the stack's pools may cost at once (cost --help)"""
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["plan"]:
         return plan_main(argv[1:])
-    parser = argparse.ArgumentParser(prog="python -m synth", description=__doc__.splitlines()[0])
+    if argv[:1] == ["cost"]:
+        return cost_main(argv[1:])
+    parser = argparse.ArgumentParser(
+        prog="python -m synth",
+        description=__doc__.splitlines()[0],
+        epilog=COMMANDS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("stacks", nargs="*", help="stack names (default: every Pulumi.<stack>.yaml)")
     parser.add_argument("--check", action="store_true", help="fail with a diff if a snapshot is stale")
     parser.add_argument("--out", type=Path, help="write here instead of snapshots/<stack> (one stack)")

@@ -186,6 +186,18 @@ class AwsMocks(pulumi.runtime.Mocks):
         state.update(name=name, arn=self._arn("logs", f"log-group:{name}"))
         return name, state
 
+    def _aws_budgets_budget_Budget(self, args: Any, state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        # id `<account>:<name>` (terraform-provider-aws internal/service/budgets/budget.go
+        # budgetCreateResourceID); `arn:<partition>:budgets::<account>:budget/<name>`, a global service
+        # (the same file's read; pulumi_aws/budgets/budget.py `arn`); accountId defaults to the caller's.
+        name = self._physical_name(args)
+        state.update(
+            name=name,
+            accountId=self.account_id,
+            arn=self._arn("budgets", f"budget/{name}", regional=False),
+        )
+        return f"{self.account_id}:{name}", state
+
     def _aws_iam_role_Role(self, args: Any, state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         # id: the role name; `arn:<partition>:iam::<account>:role<path><name>`; `uniqueId` AROA + 17
         # (pulumi_aws/iam/role.py `arn`, `unique_id`; IAM user guide, "Unique identifiers").

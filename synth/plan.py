@@ -35,6 +35,7 @@ from typing import Any, Literal
 from config.errors import config_key
 from config.types import duration_seconds
 from facts.eks import control_plane_version_move
+from facts.pricing import price_table_source
 from facts.quantity import parse_quantity
 from facts.replacement import (
     CHARTS,
@@ -44,6 +45,8 @@ from facts.replacement import (
     regional,
     replacement_facts,
 )
+from pools.declared import declared_spends
+from pools.spend import PoolSpend
 from synth import snapshot
 from synth.runner import PROJECT, ROOT, ProgramRun
 
@@ -148,6 +151,8 @@ class Plan:
     steps: tuple[Step, ...]
     unchanged: int
     findings: tuple[Finding, ...]
+    spend: "SpendChanges | None" = None
+    """The pools' worst-case spend before and after (see the spend section below)."""
 
     def count(self, op: Op) -> int:
         return sum(1 for s in self.steps if s.op == op)
@@ -375,10 +380,12 @@ def plan(before: State, after: State) -> Plan:
     """The steps that take a stack from `before` to `after`, and what a reviewer must see of them."""
     change = _change(before, after)
     findings = [finding for rule in FINDINGS for finding in rule(change)]
+    spend = spend_changes(before, after)
+    findings += spend.findings()
     findings.sort(key=lambda f: not f.blocking)  # what stops `pulumi up` first
     ordered = sorted(change.steps.values(), key=lambda s: (OPS.index(s.op), s.type, s.name))
     unchanged = len(after.resources) - sum(1 for k in change.steps if k in after.resources)
-    return Plan(before.label, after.label, tuple(ordered), unchanged, tuple(findings))
+    return Plan(before.label, after.label, tuple(ordered), unchanged, tuple(findings), spend)
 
 
 @dataclass(frozen=True)
@@ -875,6 +882,7 @@ def render_text(stack: str, p: Plan) -> str:
         lines.append(f"  {_TEXT_OP[step.op]}{order} {step.type} {step.name}{why}")
     if not p.steps:
         lines.append("  no changes")
+    lines += p.spend.text() if p.spend else []
     return "\n".join(lines) + "\n"
 
 
@@ -900,9 +908,118 @@ def render_markdown(stack: str, p: Plan) -> str:
             lines.append(f"| {op} | `{step.type}` | `{_cell(step.name)}` | {_cell(why)} |")
     else:
         lines.append("No changes.")
+    lines += p.spend.markdown() if p.spend else []
     return "\n".join(lines) + "\n"
 
 
 def render_json(p: Plan) -> str:
     """`[{"op", "type", "name"}, ...]`, unchanged resources omitted."""
     return json.dumps([s.json() for s in p.steps], indent=2) + "\n"
+
+
+# --- Worst-case spend ---------------------------------------------------------------------------------
+# What the declared NodePools may cost at once, before and after (issue 21). Computed from the NodePool and
+# NodeOverlay objects each state records (`pools.declared`), so any old ref or snapshot can be priced, with
+# the same prices, capacities and solver as `synth cost`.
+
+SPEND_OBJECTS = ("kubernetes:karpenter.sh/v1:NodePool", "kubernetes:karpenter.sh/v1alpha1:NodeOverlay")
+SPEND_ATTENTION = Decimal("0.25")
+"""A pool's (or the stack's) worst case rising by more than this share is an Attention line."""
+
+
+@dataclass(frozen=True)
+class SpendChange:
+    """One pool's worst case before and after; None where the pool does not exist."""
+
+    pool: str
+    before: PoolSpend | None
+    after: PoolSpend | None
+
+    @staticmethod
+    def _hourly(spend: PoolSpend | None) -> Decimal | None:
+        """USD per hour; None when unbounded (or nothing is priced)."""
+        if spend is None:
+            return Decimal(0)
+        return spend.worst_case.usd_per_hour if spend.bounded and spend.worst_case else None
+
+    @property
+    def old(self) -> Decimal | None:
+        return self._hourly(self.before)
+
+    @property
+    def new(self) -> Decimal | None:
+        return self._hourly(self.after)
+
+    @property
+    def changed(self) -> bool:
+        return self.old != self.new or (self.before is None) != (self.after is None)
+
+
+@dataclass(frozen=True)
+class SpendChanges:
+    """Every pool of either state, in the order the new state declares them (removed pools last)."""
+
+    pools: tuple[SpendChange, ...]
+
+    def total(self, side: Literal["old", "new"]) -> Decimal | None:
+        amounts = [getattr(p, side) for p in self.pools]
+        return None if None in amounts else sum(amounts, Decimal(0))
+
+    def findings(self) -> list[Finding]:
+        """An Attention line for each pool whose worst case rises by more than 25 % (or becomes unbounded),
+        and for the stack's total."""
+        added = [
+            Finding(f"new pool {p.pool} may spend up to {_hourly(p.new)} at once (at on-demand list price)")
+            for p in self.pools
+            if p.before is None and p.after is not None
+        ]
+        rises = [(f"pool {p.pool}", p.old, p.new) for p in self.pools if p.changed and p.before is not None]
+        rises.append(("the stack's total", self.total("old"), self.total("new")))
+        return added + [
+            Finding(f"worst-case spend of {what} rises {_spend_change(old, new)} (at on-demand list price)")
+            for what, old, new in rises
+            if _rises_much(old, new)
+        ]
+
+    def text(self) -> list[str]:
+        lines = ["", f"Worst-case spend ({price_table_source().label}):"]
+        lines += [f"  {p.pool}: {_spend_change(p.old, p.new)}" for p in self.pools if p.changed]
+        lines.append(f"  total: {_spend_change(self.total('old'), self.total('new'))}")
+        return lines
+
+    def markdown(self) -> list[str]:
+        lines = ["", f"**Worst-case spend** ({price_table_source().label}):", ""]
+        lines += ["| pool | before | after |", "|---|---|---|"]
+        lines += [f"| `{p.pool}` | {_hourly(p.old)} | {_hourly(p.new)} |" for p in self.pools if p.changed]
+        lines.append(f"| **total** | {_hourly(self.total('old'))} | {_hourly(self.total('new'))} |")
+        return lines
+
+
+def spend_changes(before: State, after: State) -> SpendChanges:
+    """The worst case of every pool of `before` and `after`, from the objects each records."""
+
+    def spends(state: State) -> dict[str, PoolSpend]:
+        manifests = [r.inputs for r in state.resources.values() if r.type in SPEND_OBJECTS]
+        return {s.pool: s for s in declared_spends(manifests)}
+
+    old, new = spends(before), spends(after)
+    names = list(new) + [name for name in old if name not in new]
+    return SpendChanges(tuple(SpendChange(name, old.get(name), new.get(name)) for name in names))
+
+
+def _rises_much(old: Decimal | None, new: Decimal | None) -> bool:
+    if new is None:
+        return old is not None
+    return old is not None and new > old * (1 + SPEND_ATTENTION)
+
+
+def _hourly(amount: Decimal | None) -> str:
+    return "unbounded" if amount is None else f"${amount:,.2f}/h"
+
+
+def _spend_change(old: Decimal | None, new: Decimal | None) -> str:
+    text = f"{_hourly(old)} -> {_hourly(new)}"
+    if old is None or new is None or old == new:
+        return text if old != new or old is None else f"{_hourly(new)} (unchanged)"
+    share = f" ({(new - old) / old:+.0%})" if old else ""
+    return text + share

@@ -68,3 +68,11 @@ def test_every_link_in_the_readme_and_docs_resolves() -> None:
 def test_every_docs_page_has_a_current_table_of_contents() -> None:
     stale = [p.name for p in sorted(DOCS.glob("*.md")) if with_toc(p.read_text()) != p.read_text()]
     assert not stale, "run: .venv/bin/python -m scripts.docs_toc"
+
+
+def test_the_what_it_costs_table_is_generated_from_synth_cost() -> None:
+    from scripts.cost_table import README, render
+
+    current = README.read_text()
+    assert current == render(current), "run: .venv/bin/python -m scripts.cost_table"
+    assert "| prod | **total** | **$544.26/h** |" in current

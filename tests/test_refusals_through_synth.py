@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from config.stack import CROSS_SECTION_CHECKS, StackConfig
+from config.stack import CROSS_SECTION_CHECKS, PRODUCTION_CHECKS, StackConfig
 from synth.runner import ROOT
 
 PROGRAM = (
@@ -228,6 +228,18 @@ CASES: dict[str, tuple[dict[str, Any] | str, str, str | None]] = {
         "gpu-eks:smokeTest.nodePool",
         "_smoke_test_problems",
     ),
+    "budget-without-target": (
+        stack(cost={"monthlyBudgetUsd": 1000}),
+        "gpu-eks:cost.monthlyBudgetUsd",
+        "_cost_problems",
+    ),
+    # A stack named `production` is one of policy/policy-config.json's productionStacks.
+    "production": (stack(), "gpu-eks:observability.backend", "_production_alerting_problems"),
+    "worst-case-over-cap": (
+        stack(nodePools=[P4D_POOL], cost={"maxWorstCaseUsdPerHour": 10}),
+        "gpu-eks:cost.maxWorstCaseUsdPerHour",
+        "_cost_cap_problems",
+    ),
 }
 
 
@@ -287,7 +299,8 @@ def test_each_refusal_names_its_key(synth_output: tuple[int, str], case: str) ->
 
 def test_every_cross_section_check_has_a_case() -> None:
     covered = {check for _, _, check in CASES.values() if check}
-    assert covered == {check.__name__ for _, check in CROSS_SECTION_CHECKS}
+    checks = CROSS_SECTION_CHECKS + PRODUCTION_CHECKS
+    assert covered == {check.__name__ for _, check in checks}
 
 
 @pytest.mark.parametrize("case", [c for c, (_, _, check) in CASES.items() if check])
@@ -297,5 +310,5 @@ def test_each_cross_section_case_is_refused_by_its_check(case: str) -> None:
     assert isinstance(content, dict)
     sections = {key.partition(":")[2]: value for key, value in content.items()}
     model = StackConfig.model_validate(json.loads(json.dumps(sections)))
-    [check] = [check for _, check in CROSS_SECTION_CHECKS if check.__name__ == check_name]
+    [check] = [c for _, c in CROSS_SECTION_CHECKS + PRODUCTION_CHECKS if c.__name__ == check_name]
     assert any(str(problem).startswith(key.split(" = ")[0]) for problem in check(model))

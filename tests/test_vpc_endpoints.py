@@ -9,8 +9,8 @@ import pulumi
 import pytest
 
 from config.errors import ConfigError
+from facts.pricing import HOURS_PER_MONTH
 from facts.vpc_endpoints import (
-    HOURS_PER_MONTH,
     INTERFACE_ENDPOINT_USD_PER_AZ_HOUR,
     INTERFACE_SERVICES,
     interface_endpoints_usd_per_hour,

@@ -15,9 +15,11 @@ from pulumi_policy import (
     ResourceValidationArgs,
     ResourceValidationPolicy,
     Severity,
+    StackValidationArgs,
+    StackValidationPolicy,
 )
 
-from . import rules
+from . import rules, spend
 
 POLICY_PACK_NAME = "gpu-eks-guardrails"
 ENFORCEMENT_LEVEL = EnforcementLevel.MANDATORY
@@ -103,7 +105,41 @@ def _iam_rule(args: ResourceValidationArgs) -> list[str]:
     return rules.iam_wildcard_violations(args.resource_type, args.props, allowed)
 
 
-def build_policies() -> list[ResourceValidationPolicy]:
+def _spend_rule(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    cap = spend.stack_cap(args.get_config().get("maxWorstCaseUsdPerHour"), os.environ.get(STACK_ENV_VAR))
+    manifests = [r.props for r in args.resources if r.resource_type in spend.SPEND_TYPES]
+    for message in spend.worst_case_violations(manifests, cap):
+        report_violation(message, None)
+
+
+def spend_policy() -> StackValidationPolicy:
+    """The bound on the node pools' worst-case spend, over every NodePool and NodeOverlay of the stack."""
+    return StackValidationPolicy(
+        name="karpenter-worst-case-spend",
+        description="The NodePools' worst-case spend (the most their limits admit at once, at on-demand list "
+        "price) is bounded, and within the stack's cap.",
+        validate=_spend_rule,
+        enforcement_level=ENFORCEMENT_LEVEL,
+        config_schema=PolicyConfigSchema(
+            {
+                "maxWorstCaseUsdPerHour": {
+                    "type": "object",
+                    "additionalProperties": {"type": "number", "exclusiveMinimum": 0},
+                    "default": {},
+                    "description": "Stack name -> the most its NodePools may cost per hour at once, in USD "
+                    "('*' for every other stack); the same figure as the stack's "
+                    "gpu-eks:cost.maxWorstCaseUsdPerHour.",
+                }
+            }
+        ),
+        severity=Severity.HIGH,
+        remediation_steps="Lower the NodePools' spec.limits (nvidia.com/gpu, cpu, memory), or raise the cap "
+        "in the policy configuration together with the stack's gpu-eks:cost.maxWorstCaseUsdPerHour.",
+        tags=["gpu-eks", "cost"],
+    )
+
+
+def build_policies() -> list[ResourceValidationPolicy | StackValidationPolicy]:
     """Every policy of the pack, in the order the engine reports them."""
     nodepool = frozenset({NODEPOOL_TYPE})
     nodeclass = frozenset({EC2NODECLASS_TYPE})
@@ -189,4 +225,5 @@ def build_policies() -> list[ResourceValidationPolicy]:
                 }
             ),
         ),
+        spend_policy(),
     ]

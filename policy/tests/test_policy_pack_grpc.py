@@ -117,10 +117,11 @@ LATEST_NODECLASS = {
 def test_engine_sees_every_policy_as_mandatory(start_pack: Callable[[str], Pack]) -> None:
     info = start_pack("prod").stub.GetAnalyzerInfo(empty_pb2.Empty(), timeout=10)
     assert info.name == "gpu-eks-guardrails"
-    assert len(info.policies) == 7
+    assert len(info.policies) == 8
     assert {p.enforcementLevel for p in info.policies} == {analyzer_pb2.MANDATORY}
     schemas = {p.name: set(p.configSchema.properties) for p in info.policies}
     assert schemas["karpenter-no-latest-ami-in-production"] == {"productionStacks"}
+    assert schemas["karpenter-worst-case-spend"] == {"maxWorstCaseUsdPerHour"}
 
 
 def test_violations_in_a_production_stack(start_pack: Callable[[str], Pack]) -> None:

@@ -127,7 +127,7 @@ def test_selectors_use_the_discovery_tag_and_the_karpenter_node_role() -> None:
         "httpPutResponseHopLimit": 1,
         "httpTokens": "required",
     }
-    assert node_class["tags"] == {"team": "ml"}
+    assert node_class["tags"] == {"team": "ml", "gpu-eks/pool": "gpu-inference"}
 
 
 def test_root_volume_is_encrypted_gp3_sized_for_cuda_images() -> None:

@@ -223,13 +223,18 @@ def test_adding_a_pool_creates_its_node_class_and_node_pool_only() -> None:
         (RELEASE, "gpu-operator"),
         ("kubernetes:apps/v1:Deployment", "gpu-node-guard-deployment"),
     }
-    # Whether the region has g6 capacity is not known offline: the plan says so, naming the pool.
-    assert [f.message for f in result.findings] == [
+    # Whether the region has g6 capacity is not known offline: the plan says so, naming the pool; and what
+    # the new pool may spend, and the stack's total with it.
+    messages = [f.message for f in result.findings]
+    assert messages[0] == (
         f"create {NODE_POOL} node-pools-gpu-batch: whether us-west-2 offers the pool's instance types (g6.*) "
         "is not checked (no per-region offering table can be had offline); `aws ec2 "
         "describe-instance-type-offerings --region us-west-2 --location-type availability-zone --filters "
         "Name=instance-type,Values=g6.*` lists the zones that do"
-    ]
+    )
+    assert messages[1].startswith("new pool gpu-batch may spend up to $")
+    assert messages[2].startswith("worst-case spend of the stack's total rises $16.38/h -> $")
+    assert len(messages) == 3
 
 
 def test_removing_a_pool_deletes_its_node_class_and_node_pool_only_and_says_so() -> None:
