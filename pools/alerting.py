@@ -10,6 +10,7 @@ the cap is written on (`pools.sharing.gpu_limits`), and the GPU node guard's ini
 from dataclasses import dataclass
 from decimal import Decimal
 
+from components.gpu_node_guard.guard import MIG_DEADLINE_CAP
 from components.gpu_operator_values import NVIDIA_GPU
 from config.gpu_node_guard import GpuNodeGuardConfig
 from config.gpu_operator import GpuOperatorConfig
@@ -63,9 +64,10 @@ class PoolAlerting:
     initialization_timeout_seconds: int | None
     """The GPU node guard's timeout for the pool; None for `Never` (the guard replaces nothing)."""
     not_initialized_seconds: int
-    """How long a NodeClaim may stay uninitialized before a person must look: past the guard's timeout, one
-    sync interval and the termination it starts (the guard should have replaced it by then); with `Never`,
-    the timeout a pool of its kind gets by default."""
+    """How long a NodeClaim may stay uninitialized before a person must look: past the latest the guard
+    replaces it (its timeout; on MIG pools, whose clock restarts on each step of the MIG manager, the guard's
+    cap of `MIG_DEADLINE_CAP` timeouts after launch), one sync interval and the termination it starts; with
+    `Never`, the timeout a pool of its kind gets by default."""
     idle_node_seconds: int
     """How long a GPU node may run with no pod requesting a GPU before it is reported as idle."""
 
@@ -106,7 +108,9 @@ def pool_alerting(
         timeout_seconds = None
     else:
         timeout_seconds = duration_seconds(timeout)
-        threshold = timeout_seconds + guard.sync_interval_seconds + NOT_INITIALIZED_GRACE_SECONDS
+        # A MIG node that keeps progressing may take up to the guard's cap of timeouts before it is replaced.
+        latest = timeout_seconds * (MIG_DEADLINE_CAP if mig_gated else 1)
+        threshold = latest + guard.sync_interval_seconds + NOT_INITIALIZED_GRACE_SECONDS
     consolidate_after = pool.disruption.consolidate_after
     idle = IDLE_NODE_SECONDS
     if consolidate_after != "Never":

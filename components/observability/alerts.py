@@ -405,8 +405,8 @@ def unmatched_pods_rule(targets: Targets) -> dict[str, Any]:
 
 
 def gpu_node_guard_rules(targets: Targets) -> list[dict[str, Any]]:
-    """Alerts on the GPU node guard (installed with any GPU pool): what its watchdog deleted, and the guard
-    itself not syncing."""
+    """Alerts on the GPU node guard (installed with any GPU pool): what its watchdog deleted, what its circuit
+    breaker holds for a person, and the guard itself not syncing."""
     namespace = targets.gpu_node_guard_namespace
     deleted = matchers(nodepool=any_of(targets.gpu_pools))
     target = matchers(job=targets.gpu_node_guard_job, namespace=namespace)
@@ -424,6 +424,25 @@ def gpu_node_guard_rules(targets: Targets) -> list[dict[str, Any]]:
                 "others for the pending pods. Each one billed until then. The guard's Warning events say why "
                 "(kubectl get events -n default --field-selector reason=InitializationTimeout); repeated "
                 "deletions mean the pool's nodes cannot become ready (GPU Operator, MIG manager, AMI)."
+            ),
+            cluster=targets.cluster,
+        ),
+        _rule(
+            "GpuNodeGuardHoldingNodeClaims",
+            f"max by (nodepool) (gpu_eks_node_guard_nodeclaims_held{deleted}) > 0",
+            for_="5m",
+            severity="warning",
+            summary="The GPU node guard holds {{ $value }} stuck NodeClaims of pool {{ $labels.nodepool }} "
+            "for a person",
+            description=(
+                "Its circuit breaker is open: the pool's nodes fail alike (more deletions in the last hour "
+                "than gpuNodeGuard.maxDeletionsPerHour allows, or over 20 % of the pool uninitialized), so "
+                "replacing them would only bill one boot after another. The held NodeClaims keep billing "
+                "until someone acts. Find what they share (kubectl get events -n default --field-selector "
+                "reason=DeletionHeld; the NodePool's GuardBreakerOpen event; kubectl -n "
+                f"{targets.gpu_operator_namespace} get pods -o wide on one of their nodes: a failing "
+                "operand, MIG failed, an image that never pulls), fix it, then delete the held NodeClaims "
+                "(kubectl delete nodeclaim <name>)."
             ),
             cluster=targets.cluster,
         ),

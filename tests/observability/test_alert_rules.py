@@ -586,7 +586,32 @@ def _control_plane_tests() -> list[dict[str, Any]]:
             _alerts("80m", "GpuNodeGuardReplacedNodeClaims"),
         ],
     }
+    held = "gpu_eks_node_guard_nodeclaims_held"
+    standby = {**GUARD, "pod": "gpu-node-guard-5c9d-y"}
+    # The leader's breaker holds two training NodeClaims from minute 10; the standby reports no pool state.
+    guard_holding = {
+        "interval": "1m",
+        "input_series": [
+            _series(held, {**GUARD, "nodepool": TRAINING}, "0x10 2x20"),
+            _series(held, {**GUARD, "nodepool": INFERENCE}, "0x30"),
+        ],
+        "alert_rule_test": [
+            _alerts("12m", "GpuNodeGuardHoldingNodeClaims"),
+            _alerts("20m", "GpuNodeGuardHoldingNodeClaims", {"nodepool": TRAINING, "severity": "warning"}),
+        ],
+    }
     synced = "gpu_eks_node_guard_last_sync_success_timestamp_seconds"
+    # Leader and standby both scraped: the standby exports 0 as its last sync, the leader syncs every minute.
+    guard_pair = {
+        "interval": "1m",
+        "input_series": [
+            _series("up", GUARD, "1x30"),
+            _series("up", standby, "1x30"),
+            _series(synced, GUARD, "0+60x30"),
+            _series(synced, standby, "0x30"),
+        ],
+        "alert_rule_test": [_alerts("25m", "GpuNodeGuardDown")],
+    }
     guard_down = {
         "interval": "1m",
         "input_series": [_series("up", GUARD, "1x5 0x20"), _series(synced, GUARD, "0+60x5")],
@@ -676,6 +701,8 @@ def _control_plane_tests() -> list[dict[str, Any]]:
     }
     return [
         guard_deletions,
+        guard_holding,
+        guard_pair,
         guard_down,
         guard_stuck,
         controller_down,
