@@ -1,11 +1,15 @@
 """The README and docs/ stay true to the code."""
 
+import importlib.util
 import re
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from config.stack import StackConfig
-from scripts.config_reference import REFERENCE, field_doc, models, render
+from scripts.config_reference import REFERENCE, field_doc, models, models_in, render
 from scripts.docs_toc import DOCS, anchor, headings, with_toc
+from synth.stack_files import stacks
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -76,3 +80,60 @@ def test_the_what_it_costs_table_is_generated_from_synth_cost() -> None:
     current = README.read_text()
     assert current == render(current), "run: .venv/bin/python -m scripts.cost_table"
     assert "| prod | **total** | **$544.26/h** |" in current
+
+
+# --- what the pages name exists -------------------------------------------------------------------------
+
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+SECTION_NAMES = "|".join(
+    f.alias or n for n, f in StackConfig.model_fields.items() if n not in ("region", "profile")
+)
+CONFIG_KEY = re.compile(
+    rf"gpu-eks:(?P<a>[\w.\[\]/-]+)"
+    # A key written without its namespace, but not a Kubernetes label or API group (`karpenter.sh/nodepool`).
+    rf"|`(?!karpenter\.(?:sh|k8s\.aws)/)(?P<b>(?:{SECTION_NAMES})(?:\[\d*\])?\.[\w.\[\]/-]+)`"
+)
+MODULE = re.compile(r"python -m (?P<module>[\w.]+)(?: (?P<sub>[a-z][\w-]*))?")
+
+
+def _model_key(model: type[BaseModel], path: str) -> bool:
+    """Whether `path` (aliases joined by dots, `[i]` or `[]` for list items) names a field below `model`;
+    aliases may hold dots themselves (`limits.nvidia.com/gpu`)."""
+    path = re.sub(r"\[\d*\]", "", path).rstrip(".")
+    if not path:
+        return True
+    fields = {f.alias or n: f for n, f in model.model_fields.items()}
+    for alias in sorted(fields, key=len, reverse=True):
+        if path == alias or path.startswith(f"{alias}."):
+            rest = path[len(alias) + 1 :]
+            inner = list(models_in(fields[alias].annotation))
+            return not rest or any(_model_key(m, rest) for m in inner) or not inner
+    return False
+
+
+def test_every_config_key_the_pages_name_exists() -> None:
+    unknown = []
+    for page in PAGES:
+        text = (
+            re.sub(r"(?ms)^```.*?^```", "", page.read_text())
+            if page.name == "configuration.md"
+            else page.read_text()
+        )
+        for match in CONFIG_KEY.finditer(text):
+            key = (match["a"] or match["b"]).rstrip(".")
+            if not _model_key(StackConfig, key):
+                unknown.append(f"{page.relative_to(ROOT)}: {key}")
+    assert not unknown, "\n".join(unknown)
+
+
+def test_every_command_the_pages_show_exists() -> None:
+    subcommands = {"synth": {"plan", "cost", *stacks()}}
+    missing = []
+    for page in PAGES:
+        for match in MODULE.finditer(page.read_text()):
+            module, sub = match["module"], match["sub"]
+            if importlib.util.find_spec(module) is None:
+                missing.append(f"{page.relative_to(ROOT)}: python -m {module}")
+            elif sub and module in subcommands and sub not in subcommands[module]:
+                missing.append(f"{page.relative_to(ROOT)}: python -m {module} {sub}")
+    assert not missing, "\n".join(missing)
