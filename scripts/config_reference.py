@@ -124,7 +124,7 @@ def reference() -> str:
         alias = field.alias or name
         key = section_key(alias)
         doc = " ".join(field_doc(StackConfig, name).split())
-        parts.append(f"#### `{key}`\n\n{doc}\n")
+        parts.append(f"## `{key}`\n\n{doc}\n")
         models = models_in(field.annotation)
         if models:
             parts.append("| key | type | default | meaning |\n|---|---|---|---|")
