@@ -107,8 +107,18 @@ def plan_main(argv: list[str]) -> int:
         "--from-config", type=Path, metavar="FILE", help="compare with the program run with FILE's config"
     )
     output = parser.add_mutually_exclusive_group()
-    output.add_argument("--json", action="store_true", help='print [{"op", "type", "name"}, ...]')
+    output.add_argument(
+        "--json",
+        action="store_true",
+        help='print [{"op", "type", "name", "reason", "changes", "paths"}, ...] (every change, every path)',
+    )
     output.add_argument("--markdown", action="store_true", help="print a pull-request comment section")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="every change one by one, and every changed input path (text and markdown)",
+    )
     args = parser.parse_args(argv)
     if args.stack not in stacks():
         parser.error(f"no Pulumi.{args.stack}.yaml; stacks: {', '.join(stacks())}")
@@ -133,9 +143,9 @@ def plan_main(argv: list[str]) -> int:
     if args.json:
         sys.stdout.write(planning.render_json(result))
     elif args.markdown:
-        sys.stdout.write(planning.render_markdown(args.stack, result))
+        sys.stdout.write(planning.render_markdown(args.stack, result, args.verbose))
     else:
-        sys.stdout.write(planning.render_text(args.stack, result))
+        sys.stdout.write(planning.render_text(args.stack, result, args.verbose))
     return 1 if result.blocking else 0
 
 

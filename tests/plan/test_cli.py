@@ -25,21 +25,24 @@ def test_from_config_plans_against_another_stack_file(
     older = tmp_path / "Pulumi.dev-older.yaml"
     older.write_text(yaml.safe_dump(document))
     assert main(["plan", "dev", "--from-config", str(older), "--json"]) == 0
-    assert json.loads(capsys.readouterr().out) == [
-        # The smoke test is named after the nodes it runs on: it runs again on the new AMI.
-        {"op": "replace", "type": "kubernetes:batch/v1:Job", "name": "smoke-test"},
-        {
-            "op": "update",
-            "type": "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass",
-            "name": "node-pools-class-gpu-inference",
-        },
-    ]
+    job, node_class = json.loads(capsys.readouterr().out)
+    # The smoke test is named after the nodes it runs on: it runs again on the new AMI.
+    assert (job["op"], job["type"], job["name"]) == ("replace", "kubernetes:batch/v1:Job", "smoke-test")
+    assert job["reason"] == "because metadata.name changed (forces a new object)"
+    assert job["paths"] == ["metadata.name"]
+    assert node_class == {
+        "op": "update",
+        "type": "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass",
+        "name": "node-pools-class-gpu-inference",
+        "changes": ["spec.amiSelectorTerms[0].alias: al2023@v20260601 -> al2023@v20260714"],
+        "paths": ["spec.amiSelectorTerms[0].alias"],
+    }
     assert main(["plan", "dev", "--from-config", str(older), "--markdown"]) == 0
     markdown = capsys.readouterr().out
-    assert markdown.startswith("### `dev`: 0 to create, 1 to update, 1 to replace, 0 to delete")
+    assert markdown.startswith("### `dev`: 0 create, 1 update, 1 replace, 0 delete (95 unchanged) · pools ")
     assert (
-        "| update | `kubernetes:karpenter.k8s.aws/v1:EC2NodeClass` | `node-pools-class-gpu-inference` |"
-        in markdown
+        "| update | `kubernetes:karpenter.k8s.aws/v1:EC2NodeClass` | `node-pools-class-gpu-inference` | "
+        "`spec.amiSelectorTerms[0].alias: al2023@v20260601 -> al2023@v20260714` |" in markdown
     )
 
 
@@ -199,5 +202,8 @@ def test_a_gpu_operator_namespace_change_deploys(tmp_path: Path, capsys: pytest.
     older = _previous_with(tmp_path, "gpuOperator", namespace="nvidia")
     assert main(["plan", "dev", "--from-config", str(older)]) == 0
     out = capsys.readouterr().out
-    assert "  +-replace (delete first) kubernetes:helm.sh/v3:Release gpu-operator  [namespace]" in out
+    assert (
+        "  +-replace (delete first) kubernetes:helm.sh/v3:Release gpu-operator  because namespace changed "
+        "(forces a new object)\n      namespace: nvidia -> gpu-operator\n" in out
+    )
     assert "!!" not in out

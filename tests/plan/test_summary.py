@@ -231,7 +231,9 @@ def test_rules_in_yaml_text_are_matched_by_alert_and_pool() -> None:
         for pool in ("gpu-inference", "gpu-training")
         for name in ("GpuNodeIdle", "GpuNodeNotInitialized", "GpuPodsUnschedulable", "GpuPoolAtLimit")
     ]
-    old = {"groups": [{"name": "gpus", "rules": [rule]}, {"name": "pools", "rules": per_pool}]}
+    old: dict[str, Any] = {
+        "groups": [{"name": "gpus", "rules": [rule]}, {"name": "pools", "rules": per_pool}]
+    }
     new = copy.deepcopy(old)
     new["groups"][0]["rules"][0]["expr"] = rule["expr"].replace("gpu-inference|", "gpu-inference|gpu-mig|")
     new["groups"][1]["rules"] += [{**r, "labels": {"nodepool": "gpu-mig"}} for r in per_pool[:4]]
