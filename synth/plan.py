@@ -268,23 +268,58 @@ def state_of_snapshot(resources_yaml: str, label: str, outputs_yaml: str = "") -
     return State(resources, label, (snapshot.from_yaml(outputs_yaml) or {}) if outputs_yaml else {})
 
 
-def committed_state(stack: str, ref: str | None = None, root: Path = ROOT) -> State:
-    """The committed snapshot of a stack: in the working tree, or at git `ref` (empty if it had none)."""
-    relative = f"snapshots/{stack}/resources.yaml"
-    outputs = f"snapshots/{stack}/outputs.yaml"
-    if ref is None:
-        texts = [(root / r).read_text() if (root / r).exists() else "" for r in (relative, outputs)]
-        return state_of_snapshot(texts[0], f"{relative} (working tree)", texts[1])
+def _snapshot_files(stack: str) -> tuple[str, str]:
+    return f"snapshots/{stack}/resources.yaml", f"snapshots/{stack}/outputs.yaml"
+
+
+def working_tree_state(stack: str, root: Path = ROOT, why: str = "") -> State:
+    """The snapshot of a stack in the working tree (as the last `python -m synth` wrote it)."""
+    texts = [(root / f).read_text() if (root / f).exists() else "" for f in _snapshot_files(stack)]
+    label = f"{_snapshot_files(stack)[0]} in the working tree" + (f" ({why})" if why else "")
+    return state_of_snapshot(texts[0], label, texts[1])
+
+
+def committed_state(stack: str, ref: str = "HEAD", root: Path = ROOT) -> State:
+    """The snapshot of a stack committed at git `ref` (empty where it had none: the stack did not exist there,
+    and everything is created)."""
     commit = (_git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}") or "").strip()
     if not commit:
-        raise PlanError(f"--from {ref}: not a commit in this repository")
-    # A stack that had no snapshot at `ref` did not exist there: everything is created.
-    shown = [_git(root, "show", f"{commit}:{r}") or "" for r in (relative, outputs)]
-    return state_of_snapshot(shown[0], f"{relative} at {ref} ({commit[:12]})", shown[1])
+        missing = _git(root, "--version") is None
+        raise PlanError(
+            f"--from {ref}: {'git is not installed' if missing else 'not a commit in this repository'}"
+        )
+    resources, outputs = _snapshot_files(stack)
+    # `./`: relative to `root`, wherever the repository's top level is.
+    shown = [_git(root, "show", f"{commit}:./{f}") for f in (resources, outputs)]
+    label = f"{resources} committed at {ref} ({commit[:12]})"
+    if shown[0] is None:
+        label += f": no snapshot of {stack} there, so everything is created"
+    return state_of_snapshot(shown[0] or "", label, shown[1] or "")
+
+
+def previous_state(stack: str, ref: str | None = None, root: Path = ROOT) -> State:
+    """What a plan compares with: the snapshot committed at `ref`, by default at `HEAD` (so that writing the
+    working tree's snapshot with `python -m synth` never hides a change); outside a git repository, or in
+    one without a commit yet, the working tree's snapshot."""
+    if ref is not None:
+        return committed_state(stack, ref, root)
+    if _git(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}") is not None:
+        return committed_state(stack, "HEAD", root)
+    if _git(root, "--version") is None:
+        why = "git is not installed"
+    elif _git(root, "rev-parse", "--git-dir") is None:
+        why = "not a git repository"
+    else:
+        why = "the repository has no commit yet"
+    return working_tree_state(stack, root, f"{why}: no HEAD to compare with")
 
 
 def _git(root: Path, *args: str) -> str | None:
-    result = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)
+    """The output of a git command in `root`; None when it fails or git is missing."""
+    try:
+        result = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)
+    except FileNotFoundError:
+        return None
     return result.stdout if result.returncode == 0 else None
 
 

@@ -6,9 +6,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-import synth.__main__ as synth_main
-from synth.__main__ import main
-from synth.runner import ROOT, run_stack
+from synth.__main__ import main, plan_main
+from synth.runner import ROOT
 
 
 def test_committed_snapshot_matches_the_program(capsys: pytest.CaptureFixture[str]) -> None:
@@ -153,14 +152,13 @@ def test_a_refused_previous_configuration_prints_as_pulumi_preview_does_and_exit
 
 
 def test_a_refused_working_tree_configuration_exits_2(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "Pulumi.yaml").write_text((ROOT / "Pulumi.yaml").read_text())
     (tmp_path / "Pulumi.dev.yaml").write_text(
         (ROOT / "Pulumi.dev.yaml").read_text() + "  gpu_eks:network: {cidr: 10.9.0.0/16}\n"
     )
-    monkeypatch.setattr(synth_main, "run_stack", lambda stack: run_stack(stack, tmp_path))
-    assert _exit_code(["plan", "dev"]) == 2
+    assert plan_main(["dev"], tmp_path) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.startswith("Diagnostics:\n  pulumi:pulumi:Stack (gpu-eks-dev):\n    error: ")
