@@ -574,15 +574,8 @@ def _change(before: State, after: State) -> Change:
         if elsewhere:
             reasons.insert(0, Reason(f"aws:region {moved}", f"aws:region changes {moved}"))
         if reasons:
-            steps[key] = Step(
-                "replace",
-                new.type,
-                new.name,
-                tuple(r.because for r in reasons),
-                paths=tuple(paths),
-                region_move=elsewhere,
-                reason=_forced(new.type, reasons),
-            )
+            replaced = _forced(new.type, reasons)
+            steps[key] = _step("replace", new, reasons, replaced, paths=tuple(paths), region_move=elsewhere)
         elif paths:
             steps[key] = Step("update", new.type, new.name, tuple(paths), paths=tuple(paths))
     _cascade(after, steps)
@@ -650,27 +643,19 @@ def _cascade(after: State, steps: dict[str, Step]) -> None:
                     unknown.append(origin)
             paths = tuple(sorted({*(current.paths if current else ()), *props}))
             if reasons:
-                steps[key] = Step(
-                    "replace",
-                    new.type,
-                    new.name,
-                    tuple(r.because for r in reasons),
-                    cascaded=True,
-                    paths=paths,
-                    reason=_forced(new.type, reasons),
+                steps[key] = _step(
+                    "replace", new, reasons, _forced(new.type, reasons), cascaded=True, paths=paths
                 )
                 changed = True
             elif unknown and current is None:
-                steps[key] = Step(
-                    "update",
-                    new.type,
-                    new.name,
-                    tuple(r.because for r in unknown),
-                    cascaded=True,
-                    paths=paths,
-                    reason=f"because {', '.join(r.text for r in unknown)} (known once that exists again)",
-                )
+                later = f"because {', '.join(r.text for r in unknown)} (known once that exists again)"
+                steps[key] = _step("update", new, unknown, later, cascaded=True, paths=paths)
                 changed = True
+
+
+def _step(op: Op, new: Resource, reasons: list[Reason], reason: str, **more: Any) -> Step:
+    """A replacement (or an update a replacement makes), with what it is `because` of and why, said."""
+    return Step(op, new.type, new.name, tuple(r.because for r in reasons), reason=reason, **more)
 
 
 def _short(key: str | None) -> str:
