@@ -36,6 +36,12 @@ def test_from_config_plans_against_another_stack_file(
         "changes": ["spec.amiSelectorTerms[0].alias: al2023@v20260601 -> al2023@v20260714"],
         "paths": ["spec.amiSelectorTerms[0].alias"],
     }
+    assert main(["plan", "dev", "--from-config", str(older), "--verbose"]) == 0
+    assert (
+        "  ~ update  kubernetes:karpenter.k8s.aws/v1:EC2NodeClass node-pools-class-gpu-inference\n"
+        "      spec.amiSelectorTerms[0].alias: al2023@v20260601 -> al2023@v20260714\n"
+        "      paths: spec.amiSelectorTerms[0].alias\n" in capsys.readouterr().out
+    )
     assert main(["plan", "dev", "--from-config", str(older), "--markdown"]) == 0
     markdown = capsys.readouterr().out
     assert markdown.startswith("### `dev`: 0 create, 1 update, 1 replace, 0 delete (95 unchanged) · pools ")
