@@ -80,6 +80,8 @@ class Replacement:
     """Inputs that name the physical resource. A create-first replacement that keeps them collides with the
     old one (the name exists), or, for attachments and tags, ends with the old one's delete undoing it."""
     refused_updates: tuple[RefusedUpdate, ...] = field(default=())
+    why: Mapping[str, str] = field(default_factory=dict)
+    """Force-new path -> why the provider replaces there, where a reviewer would expect an update."""
 
 
 def _tf(path: str, ref: str, note: str = "") -> Source:
@@ -89,12 +91,18 @@ def _tf(path: str, ref: str, note: str = "") -> Source:
 _K8S_METADATA = ("metadata.name", "metadata.namespace")
 
 
-def _k8s(*forces_new: str, refused: tuple[RefusedUpdate, ...] = (), note: str = "") -> Replacement:
+def _k8s(
+    *forces_new: str,
+    refused: tuple[RefusedUpdate, ...] = (),
+    note: str = "",
+    why: Mapping[str, str] | None = None,
+) -> Replacement:
     return Replacement(
         source=Source(PULUMI_K8S, K8S_FORCE_NEW, PULUMI_K8S_REF, note),
         forces_new=_K8S_METADATA + forces_new,
         named_delete_before_replace=True,
         refused_updates=refused,
+        why=why or {},
     )
 
 
@@ -473,10 +481,25 @@ REPLACEMENT: Final[dict[str, Replacement]] = {
     "kubernetes:core/v1:ServiceAccount": _k8s(),
     "kubernetes:core/v1:Service": _k8s("spec.clusterIP"),
     "kubernetes:core/v1:ConfigMap": _k8s(
-        "data", "binaryData", note="with the provider's enableConfigMapMutable off, the default"
+        "data",
+        "binaryData",
+        note="with the provider's enableConfigMapMutable off, the default",
+        why=dict.fromkeys(
+            ("data", "binaryData"),
+            "pulumi-kubernetes treats a ConfigMap's data as immutable unless the provider sets "
+            "enableConfigMapMutable",
+        ),
     ),
     "kubernetes:core/v1:Secret": _k8s(
-        "type", "data", "stringData", note="with the provider's enableSecretMutable off, the default"
+        "type",
+        "data",
+        "stringData",
+        note="with the provider's enableSecretMutable off, the default",
+        why=dict.fromkeys(
+            ("data", "stringData"),
+            "pulumi-kubernetes treats a Secret's data as immutable unless the provider sets "
+            "enableSecretMutable",
+        ),
     ),
     "kubernetes:apps/v1:Deployment": _k8s(_LABEL_SELECTOR),
     "kubernetes:apps/v1:DaemonSet": _k8s(_LABEL_SELECTOR),

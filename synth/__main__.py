@@ -87,7 +87,7 @@ def diff(expected: dict[str, str], actual: dict[str, str], label: str) -> str:
     return "".join(chunks)
 
 
-def plan_main(argv: list[str]) -> int:
+def plan_main(argv: list[str], root: Path = ROOT) -> int:
     """`python -m synth plan`: exit 0 with a plan, 1 when the plan cannot be carried out as planned (a
     blocking finding of `synth.plan.FINDINGS`: a protected resource deleted or replaced, a create-first
     replacement that collides with the old resource, an update the API refuses, a Kubernetes version EKS
@@ -96,33 +96,45 @@ def plan_main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m synth plan",
         description="What `pulumi up` would create, update, replace or delete: the stack as the working tree "
-        "declares it, compared with a previous state (default: its committed snapshot).",
+        "declares it, compared with a previous state (default: its snapshot committed at HEAD, so an edit "
+        "shows even after `python -m synth STACK` rewrote the working tree's snapshot).",
     )
     parser.add_argument("stack", help="stack name (a Pulumi.<stack>.yaml)")
     source = parser.add_mutually_exclusive_group()
     source.add_argument(
-        "--from", dest="ref", metavar="REF", help="compare with the snapshot committed at REF"
+        "--from", dest="ref", metavar="REF", help="compare with the snapshot committed at REF (default: HEAD)"
     )
     source.add_argument(
         "--from-config", type=Path, metavar="FILE", help="compare with the program run with FILE's config"
     )
     output = parser.add_mutually_exclusive_group()
-    output.add_argument("--json", action="store_true", help='print [{"op", "type", "name"}, ...]')
+    output.add_argument(
+        "--json",
+        action="store_true",
+        help='print [{"op", "type", "name", "reason", "changes", "paths"}, ...] (every change, every path)',
+    )
     output.add_argument("--markdown", action="store_true", help="print a pull-request comment section")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="every change one by one, and every changed input path (text and markdown)",
+    )
     args = parser.parse_args(argv)
-    if args.stack not in stacks():
-        parser.error(f"no Pulumi.{args.stack}.yaml; stacks: {', '.join(stacks())}")
+    if args.stack not in stacks(root):
+        parser.error(f"no Pulumi.{args.stack}.yaml; stacks: {', '.join(stacks(root))}")
     try:
         if args.from_config:
             previous = _run(
-                args.stack, lambda: run_program(stack_file_config(args.from_config), stack=args.stack)
+                args.stack,
+                lambda: run_program(stack_file_config(args.from_config, root), stack=args.stack),
             )
             if previous is None:
                 return REFUSED
             before = planning.state_of_run(previous, f"the program with {args.from_config}")
         else:
-            before = planning.committed_state(args.stack, args.ref)
-        current = _run(args.stack)
+            before = planning.previous_state(args.stack, args.ref, root)
+        current = _run(args.stack, lambda: run_stack(args.stack, root))
         if current is None:
             return REFUSED
         after = planning.state_of_run(current, f"the working tree's Pulumi.{args.stack}.yaml")
@@ -133,9 +145,9 @@ def plan_main(argv: list[str]) -> int:
     if args.json:
         sys.stdout.write(planning.render_json(result))
     elif args.markdown:
-        sys.stdout.write(planning.render_markdown(args.stack, result))
+        sys.stdout.write(planning.render_markdown(args.stack, result, args.verbose))
     else:
-        sys.stdout.write(planning.render_text(args.stack, result))
+        sys.stdout.write(planning.render_text(args.stack, result, args.verbose))
     return 1 if result.blocking else 0
 
 

@@ -26,7 +26,7 @@ import json
 import re
 import subprocess
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from functools import cache
 from pathlib import Path
@@ -49,6 +49,7 @@ from pools.declared import declared_spends
 from pools.spend import PoolSpend
 from synth import snapshot
 from synth.runner import PROJECT, ROOT, ProgramRun
+from synth.summary import Item, condense, summarise
 
 Op = Literal["create", "update", "replace", "delete"]
 OPS: tuple[Op, ...] = ("replace", "delete", "create", "update")
@@ -129,9 +130,29 @@ class Step:
     """The inputs that change: leaf paths, or the inputs a replaced resource's outputs flow into."""
     region_move: bool = False
     """Replaced because the stack moves to another AWS region: the new one lives there."""
+    reason: str = ""
+    """Why it is replaced (or updated by a replacement), as a reviewer reads it: `because metadata.name
+    changed (forces a new object)`."""
+    changes: tuple[Item, ...] = ()
+    """What changes in its inputs, by meaning (`synth.summary`)."""
 
-    def json(self) -> dict[str, str]:
-        return {"op": self.op, "type": self.type, "name": self.name}
+    def json(self) -> dict[str, Any]:
+        """`op`, `type`, `name`; for a change also `reason` (if any), `changes` and the full `paths`."""
+        entry: dict[str, Any] = {"op": self.op, "type": self.type, "name": self.name}
+        if self.op in ("update", "replace"):
+            entry |= {"reason": self.reason} if self.reason else {}
+            entry |= {"changes": [str(c) for c in self.changes], "paths": list(self.paths)}
+        return entry
+
+
+@dataclass(frozen=True)
+class Reason:
+    """One thing that forces a replacement: as `Step.because` records it, and as a reviewer reads it."""
+
+    because: str
+    text: str
+    why: str = ""
+    """Why that forces a replacement, where "forces a new ..." would not say it."""
 
 
 @dataclass(frozen=True)
@@ -153,6 +174,8 @@ class Plan:
     findings: tuple[Finding, ...]
     spend: "SpendChanges | None" = None
     """The pools' worst-case spend before and after (see the spend section below)."""
+    versions: tuple["Version", ...] = ()
+    """The Kubernetes version and each chart's, before and after."""
 
     def count(self, op: Op) -> int:
         return sum(1 for s in self.steps if s.op == op)
@@ -245,23 +268,58 @@ def state_of_snapshot(resources_yaml: str, label: str, outputs_yaml: str = "") -
     return State(resources, label, (snapshot.from_yaml(outputs_yaml) or {}) if outputs_yaml else {})
 
 
-def committed_state(stack: str, ref: str | None = None, root: Path = ROOT) -> State:
-    """The committed snapshot of a stack: in the working tree, or at git `ref` (empty if it had none)."""
-    relative = f"snapshots/{stack}/resources.yaml"
-    outputs = f"snapshots/{stack}/outputs.yaml"
-    if ref is None:
-        texts = [(root / r).read_text() if (root / r).exists() else "" for r in (relative, outputs)]
-        return state_of_snapshot(texts[0], f"{relative} (working tree)", texts[1])
+def _snapshot_files(stack: str) -> tuple[str, str]:
+    return f"snapshots/{stack}/resources.yaml", f"snapshots/{stack}/outputs.yaml"
+
+
+def working_tree_state(stack: str, root: Path = ROOT, why: str = "") -> State:
+    """The snapshot of a stack in the working tree (as the last `python -m synth` wrote it)."""
+    texts = [(root / f).read_text() if (root / f).exists() else "" for f in _snapshot_files(stack)]
+    label = f"{_snapshot_files(stack)[0]} in the working tree" + (f" ({why})" if why else "")
+    return state_of_snapshot(texts[0], label, texts[1])
+
+
+def committed_state(stack: str, ref: str = "HEAD", root: Path = ROOT) -> State:
+    """The snapshot of a stack committed at git `ref` (empty where it had none: the stack did not exist there,
+    and everything is created)."""
     commit = (_git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}") or "").strip()
     if not commit:
-        raise PlanError(f"--from {ref}: not a commit in this repository")
-    # A stack that had no snapshot at `ref` did not exist there: everything is created.
-    shown = [_git(root, "show", f"{commit}:{r}") or "" for r in (relative, outputs)]
-    return state_of_snapshot(shown[0], f"{relative} at {ref} ({commit[:12]})", shown[1])
+        missing = _git(root, "--version") is None
+        raise PlanError(
+            f"--from {ref}: {'git is not installed' if missing else 'not a commit in this repository'}"
+        )
+    resources, outputs = _snapshot_files(stack)
+    # `./`: relative to `root`, wherever the repository's top level is.
+    shown = [_git(root, "show", f"{commit}:./{f}") for f in (resources, outputs)]
+    label = f"{resources} committed at {ref} ({commit[:12]})"
+    if shown[0] is None:
+        label += f": no snapshot of {stack} there, so everything is created"
+    return state_of_snapshot(shown[0] or "", label, shown[1] or "")
+
+
+def previous_state(stack: str, ref: str | None = None, root: Path = ROOT) -> State:
+    """What a plan compares with: the snapshot committed at `ref`, by default at `HEAD` (so that writing the
+    working tree's snapshot with `python -m synth` never hides a change); outside a git repository, or in
+    one without a commit yet, the working tree's snapshot."""
+    if ref is not None:
+        return committed_state(stack, ref, root)
+    if _git(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}") is not None:
+        return committed_state(stack, "HEAD", root)
+    if _git(root, "--version") is None:
+        why = "git is not installed"
+    elif _git(root, "rev-parse", "--git-dir") is None:
+        why = "not a git repository"
+    else:
+        why = "the repository has no commit yet"
+    return working_tree_state(stack, root, f"{why}: no HEAD to compare with")
 
 
 def _git(root: Path, *args: str) -> str | None:
-    result = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)
+    """The output of a git command in `root`; None when it fails or git is missing."""
+    try:
+        result = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)
+    except FileNotFoundError:
+        return None
     return result.stdout if result.returncode == 0 else None
 
 
@@ -348,22 +406,50 @@ def _active_cluster(kubeconfig: Any) -> Any:
         return kubeconfig  # not a kubeconfig we can read: compare it whole
 
 
-def _replace_reasons(facts: Replacement, old: Resource, new: Resource, paths: list[str]) -> list[str]:
-    reasons = [p for p in paths if _covers(facts.forces_new, p)]
+def _replace_reasons(facts: Replacement, old: Resource, new: Resource, paths: list[str]) -> list[Reason]:
+    reasons = []
+    for p in paths:
+        forcing = next((f for f in facts.forces_new if _covers([f], p)), None)
+        if forcing is not None:
+            reasons.append(Reason(p, f"{_field(forcing)} changed", facts.why.get(forcing, "")))
     for prop in facts.kubeconfig:
         if any(_covers([prop], p) for p in paths) and _active_cluster(
             _value(old.inputs, prop)
         ) != _active_cluster(_value(new.inputs, prop)):
-            reasons.append(f"{prop} (active cluster)")
+            reasons.append(Reason(f"{prop} (active cluster)", f"{prop} points at another cluster"))
     for prop in facts.forces_new_on_removal:
         if _value(old.inputs, prop) is not None and _value(new.inputs, prop) is None:
-            reasons.append(f"{prop} (removed)")
+            reasons.append(Reason(f"{prop} (removed)", f"{prop} is removed"))
     if facts.exclusive:
         was = {p for p in facts.exclusive if _value(old.inputs, p) is not None}
         now = {p for p in facts.exclusive if _value(new.inputs, p) is not None}
         if was and now and was != now:
-            reasons.append(f"{'/'.join(sorted(was))} -> {'/'.join(sorted(now))}")
+            was_, now_ = "/".join(sorted(was)), "/".join(sorted(now))
+            reasons.append(Reason(f"{was_} -> {now_}", f"{now_} is set in place of {was_}"))
     return reasons
+
+
+def _field(pattern: str) -> str:
+    """A force-new path as a reviewer reads it: `a[*].b` -> `a[].b`."""
+    return pattern.replace("[*]", "[]")
+
+
+def _forced(type_token: str, reasons: Iterable[Reason]) -> str:
+    """`because a changed, b changed (forces a new object)`: what replaces a resource, from its provider's
+    facts (`facts.replacement`); reasons with their own why say it instead."""
+    what = (
+        "provider, and with it every object it manages"
+        if type_token.startswith("pulumi:providers:")
+        else "object"
+        if type_token.startswith("kubernetes:")
+        else "cluster"
+        if type_token == CLUSTER
+        else "resource"
+    )
+    by_why: dict[str, list[str]] = {}
+    for r in reasons:
+        by_why.setdefault(r.why or f"forces a new {what}", []).append(r.text)
+    return "because " + "; ".join(f"{', '.join(dict.fromkeys(t))} ({why})" for why, t in by_why.items())
 
 
 def _named_object_keeps_name(old: Resource, new: Resource) -> bool:
@@ -385,7 +471,58 @@ def plan(before: State, after: State) -> Plan:
     findings.sort(key=lambda f: not f.blocking)  # what stops `pulumi up` first
     ordered = sorted(change.steps.values(), key=lambda s: (OPS.index(s.op), s.type, s.name))
     unchanged = len(after.resources) - sum(1 for k in change.steps if k in after.resources)
-    return Plan(before.label, after.label, tuple(ordered), unchanged, tuple(findings), spend)
+    return Plan(
+        before.label,
+        after.label,
+        tuple(ordered),
+        unchanged,
+        tuple(findings),
+        spend,
+        versions(before, after),
+    )
+
+
+@dataclass(frozen=True)
+class Version:
+    """What runs in a stack, before and after: `Kubernetes` (the cluster's version) or a chart (by name)."""
+
+    name: str
+    before: str | None
+    after: str | None
+
+    def __str__(self) -> str:
+        if self.after is None:
+            return f"{self.name} removed"
+        if self.before is None:
+            return f"{self.name} {self.after} (new)"
+        return f"{self.name} {self.before}" + (f" -> {self.after}" if self.after != self.before else "")
+
+
+def stack_versions(state: State) -> dict[str, str]:
+    """`Kubernetes` -> the eks Cluster's `version`, then each Helm release's chart (by name) -> its `version`,
+    as the state records them (a chart's first release)."""
+    kubernetes: dict[str, str] = {}
+    charts: dict[str, str] = {}
+    for r in state.resources.values():
+        if r.type == CLUSTER and r.inputs.get("version"):
+            kubernetes["Kubernetes"] = str(r.inputs["version"])
+        elif r.type == RELEASE and r.inputs.get("version"):
+            charts.setdefault(chart_of(r.inputs), str(r.inputs["version"]))
+    return kubernetes | dict(sorted(charts.items()))
+
+
+def versions(before: State, after: State) -> tuple[Version, ...]:
+    """The versions of `after` (with those of `before` they replace), then those `after` no longer has. A
+    `<chart>-crd(s)` chart moving in lockstep with `<chart>` is left out: its version says nothing more."""
+    old, new = stack_versions(before), stack_versions(after)
+    both = [Version(n, old.get(n), v) for n, v in new.items()]
+    both += [Version(n, v, None) for n, v in old.items() if n not in new]
+
+    def lockstep(v: Version) -> bool:
+        base = re.sub(r"-crds?$", "", v.name)
+        return base != v.name and (old.get(base), new.get(base)) == (v.before, v.after)
+
+    return tuple(v for v in both if not lockstep(v))
 
 
 @dataclass(frozen=True)
@@ -418,6 +555,8 @@ def _change(before: State, after: State) -> Change:
     olds = _previous(before, after)
     moved = region_move(before, after)
     steps: dict[str, Step] = {}
+    own: dict[str, list[str]] = {}
+    """Each matched resource's changed input paths (not what a replaced dependency makes unknown)."""
     for key, new in after.resources.items():
         old = olds.get(key)
         if old is None:
@@ -429,20 +568,26 @@ def _change(before: State, after: State) -> Change:
             for p in changed_paths(old.inputs, new.inputs, facts.unordered)
             if not _covers(new.ignore_changes, p)
         ]
+        own[key] = paths
         reasons = _replace_reasons(facts, old, new, paths) if paths else []
         elsewhere = moved is not None and regional(new.type)
         if elsewhere:
-            reasons.insert(0, f"aws:region {moved}")
+            reasons.insert(0, Reason(f"aws:region {moved}", f"aws:region changes {moved}"))
         if reasons:
-            steps[key] = Step(
-                "replace", new.type, new.name, tuple(reasons), paths=tuple(paths), region_move=elsewhere
-            )
+            replaced = _forced(new.type, reasons)
+            steps[key] = _step("replace", new, reasons, replaced, paths=tuple(paths), region_move=elsewhere)
         elif paths:
             steps[key] = Step("update", new.type, new.name, tuple(paths), paths=tuple(paths))
     _cascade(after, steps)
     for key, step in steps.items():
-        if step.op == "replace":
-            steps[key] = _with_order(step, olds[key], after.resources[key])
+        if step.op == "create":
+            continue
+        old, new = olds[key], after.resources[key]
+        steps[key] = replace(
+            step,
+            delete_first=step.op == "replace" and _deletes_first(old, new),
+            changes=summarise(old.inputs, new.inputs, own[key]) if own[key] else (),
+        )
     matched = {old.key for old in olds.values()}
     for key, old in before.resources.items():
         if key not in matched:
@@ -474,15 +619,21 @@ def _cascade(after: State, steps: dict[str, Step]) -> None:
             if key in replaced or (current is not None and current.op == "create"):
                 continue
             facts = replacement_facts(new.type)
-            reasons, unknown, props = [], [], []
+            reasons: list[Reason] = []
+            unknown: list[Reason] = []
+            props = []
             if new.provider in replaced:
-                reasons.append(f"its provider {_short(new.provider)} is replaced")
+                provider = f"its provider {_short(new.provider)} is replaced"
+                reasons.append(Reason(provider, provider))
             for prop, deps in new.property_dependencies.items():
                 sources = sorted(d for d in deps if d in replaced)
                 if not sources:
                     continue
                 props.append(prop)
-                origin = f"{prop} from replaced {', '.join(_short(s) for s in sources)}"
+                replaced_ = ", ".join(_short(s) for s in sources)
+                origin = Reason(
+                    f"{prop} from replaced {replaced_}", f"{prop} comes from replaced {replaced_}"
+                )
                 if prop in facts.kubeconfig or any(
                     _pattern(f).match(prop) or f.startswith(f"{prop}.") or f.startswith(f"{prop}[")
                     for f in facts.forces_new
@@ -492,11 +643,19 @@ def _cascade(after: State, steps: dict[str, Step]) -> None:
                     unknown.append(origin)
             paths = tuple(sorted({*(current.paths if current else ()), *props}))
             if reasons:
-                steps[key] = Step("replace", new.type, new.name, tuple(reasons), cascaded=True, paths=paths)
+                steps[key] = _step(
+                    "replace", new, reasons, _forced(new.type, reasons), cascaded=True, paths=paths
+                )
                 changed = True
             elif unknown and current is None:
-                steps[key] = Step("update", new.type, new.name, tuple(unknown), cascaded=True, paths=paths)
+                later = f"because {', '.join(r.text for r in unknown)} (known once that exists again)"
+                steps[key] = _step("update", new, unknown, later, cascaded=True, paths=paths)
                 changed = True
+
+
+def _step(op: Op, new: Resource, reasons: list[Reason], reason: str, **more: Any) -> Step:
+    """A replacement (or an update a replacement makes), with what it is `because` of and why, said."""
+    return Step(op, new.type, new.name, tuple(r.because for r in reasons), reason=reason, **more)
 
 
 def _short(key: str | None) -> str:
@@ -504,20 +663,11 @@ def _short(key: str | None) -> str:
     return f"{qualified.split('$')[-1]}::{name}"
 
 
-def _with_order(step: Step, old: Resource, new: Resource) -> Step:
+def _deletes_first(old: Resource, new: Resource) -> bool:
+    """Whether a replacement deletes the old resource before creating the new one."""
     facts = replacement_facts(new.type)
-    first = new.delete_before_replace or (
+    return new.delete_before_replace or (
         facts.named_delete_before_replace and _named_object_keeps_name(old, new)
-    )
-    return Step(
-        step.op,
-        step.type,
-        step.name,
-        step.because,
-        delete_first=first,
-        cascaded=step.cascaded,
-        paths=step.paths,
-        region_move=step.region_move,
     )
 
 
@@ -860,39 +1010,66 @@ FINDINGS: tuple[Callable[[Change], list[Finding]], ...] = (
 _TEXT_OP = {"create": "+ create ", "update": "~ update ", "replace": "+-replace", "delete": "- delete "}
 
 
-def _summary(p: Plan) -> str:
-    parts = [f"{p.count(op)} to {op}" for op in ("create", "update", "replace", "delete")]
-    return ", ".join(parts) + f", {p.unchanged} unchanged"
+def header(stack: str, p: Plan) -> str:
+    """One line for a stack: what `pulumi up` does, the pools and what each may spend, what runs."""
+    counts = ", ".join(f"{p.count(op)} {op}" for op in ("create", "update", "replace", "delete"))
+    parts = [f"{counts} ({p.unchanged} unchanged)"]
+    pools = p.spend.header() if p.spend else ""
+    parts += [f"pools {pools}"] if pools else []
+    kubernetes = [str(v) for v in p.versions if v.name == "Kubernetes"]
+    charts = [str(v) for v in p.versions if v.name != "Kubernetes"]
+    parts += kubernetes + ([", ".join(charts)] if charts else [])
+    return f"{stack}: {' · '.join(parts)}"
 
 
 def _order(step: Step) -> str:
     return ("delete first" if step.delete_first else "create first") if step.op == "replace" else ""
 
 
-def render_text(stack: str, p: Plan) -> str:
-    """The plan for a terminal."""
-    lines = [f"Plan for {stack}: {p.after}", f"  compared with {p.before}", f"  {_summary(p)}", ""]
+def render_text(stack: str, p: Plan, verbose: bool = False) -> str:
+    """The plan for a terminal: each step with why it is replaced and what changes, condensed unless
+    `verbose` (which also lists every changed input path)."""
+    lines = [f"Plan for {stack}: {p.after}, compared with {p.before}", header(stack, p), ""]
     if p.findings:
         lines.append("Attention:")
         lines += [f"  {'!!' if f.blocking else ' !'} {f.message}" for f in p.findings]
         lines.append("")
     for step in p.steps:
-        order = f" ({_order(step)})" if step.op == "replace" else ""
-        why = f"  [{', '.join(step.because)}]" if step.because else ""
-        lines.append(f"  {_TEXT_OP[step.op]}{order} {step.type} {step.name}{why}")
+        lines += _step_lines(step, verbose)
     if not p.steps:
         lines.append("  no changes")
     lines += p.spend.text() if p.spend else []
     return "\n".join(lines) + "\n"
 
 
+def _step_lines(step: Step, verbose: bool) -> list[str]:
+    order = f" ({_order(step)})" if step.op == "replace" else ""
+    line = f"  {_TEXT_OP[step.op]}{order} {step.type} {step.name}"
+    line += f"  {step.reason}" if step.reason else ""
+    details = [str(c) for c in _changes(step, verbose)] + (
+        [f"paths: {', '.join(step.paths)}"] if verbose and step.paths else []
+    )
+    return [line] + [f"      {d}" for d in details]
+
+
+def _changes(step: Step, verbose: bool) -> tuple[Item, ...]:
+    return step.changes if verbose else condense(step.changes)
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def render_markdown(stack: str, p: Plan) -> str:
+def _code(text: str) -> str:
+    """`text` as a code span in a table cell (backticks inside it fenced by doubled ones)."""
+    fence, pad = ("``", " ") if "`" in text else ("`", "")
+    return f"{fence}{pad}{_cell(text)}{pad}{fence}"
+
+
+def render_markdown(stack: str, p: Plan, verbose: bool = False) -> str:
     """The plan as a pull-request comment section."""
-    lines = [f"### `{stack}`: {_summary(p)}", "", f"Declared by {p.after}, compared with {p.before}.", ""]
+    lines = [f"### `{stack}`: {_cell(header(stack, p).removeprefix(f'{stack}: '))}", ""]
+    lines += [f"Declared by {p.after}, compared with {p.before}.", ""]
     if p.findings:
         lines += ["> [!WARNING]", "> **Needs attention**"]
         lines += [
@@ -901,11 +1078,15 @@ def render_markdown(stack: str, p: Plan) -> str:
         ]
         lines.append("")
     if p.steps:
-        lines += ["| op | type | name | because |", "|---|---|---|---|"]
+        lines += ["| op | type | name | what changes |", "|---|---|---|---|"]
         for step in p.steps:
             op = f"{step.op} ({_order(step)})" if step.op == "replace" else step.op
-            why = ", ".join(f"`{b}`" for b in step.because)
-            lines.append(f"| {op} | `{step.type}` | `{_cell(step.name)}` | {_cell(why)} |")
+            what = [_cell(step.reason)] if step.reason else []
+            what += [_code(str(c)) for c in _changes(step, verbose)]
+            what += (
+                [f"paths: {', '.join(_code(path) for path in step.paths)}"] if verbose and step.paths else []
+            )
+            lines.append(f"| {op} | `{step.type}` | `{_cell(step.name)}` | {'<br>'.join(what)} |")
     else:
         lines.append("No changes.")
     lines += p.spend.markdown() if p.spend else []
@@ -913,7 +1094,9 @@ def render_markdown(stack: str, p: Plan) -> str:
 
 
 def render_json(p: Plan) -> str:
-    """`[{"op", "type", "name"}, ...]`, unchanged resources omitted."""
+    """`[{"op", "type", "name", ...}, ...]`, unchanged resources omitted; a changed resource also has its
+    `changes` (by meaning, in full), every changed input path (`paths`) and, when replaced (or updated by a
+    replacement), the `reason`."""
     return json.dumps([s.json() for s in p.steps], indent=2) + "\n"
 
 
@@ -980,6 +1163,19 @@ class SpendChanges:
             for what, old, new in rises
             if _rises_much(old, new)
         ]
+
+    def header(self) -> str:
+        """`gpu-inference $16.38/h, gpu-mig $55.04/h (new)`: each pool's worst case after the change (what it
+        was, where that differs), by name."""
+        said = []
+        for p in sorted(self.pools, key=lambda p: p.pool):
+            if p.after is None:
+                said.append(f"{p.pool} removed")
+            elif p.before is None:
+                said.append(f"{p.pool} {_hourly(p.new)} (new)")
+            else:
+                said.append(f"{p.pool} {_spend_change(p.old, p.new) if p.changed else _hourly(p.new)}")
+        return ", ".join(said)
 
     def text(self) -> list[str]:
         lines = ["", f"Worst-case spend ({price_table_source().label}):"]

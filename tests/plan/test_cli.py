@@ -6,9 +6,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-import synth.__main__ as synth_main
-from synth.__main__ import main
-from synth.runner import ROOT, run_stack
+from synth.__main__ import main, plan_main
+from synth.runner import ROOT
 
 
 def test_committed_snapshot_matches_the_program(capsys: pytest.CaptureFixture[str]) -> None:
@@ -25,21 +24,30 @@ def test_from_config_plans_against_another_stack_file(
     older = tmp_path / "Pulumi.dev-older.yaml"
     older.write_text(yaml.safe_dump(document))
     assert main(["plan", "dev", "--from-config", str(older), "--json"]) == 0
-    assert json.loads(capsys.readouterr().out) == [
-        # The smoke test is named after the nodes it runs on: it runs again on the new AMI.
-        {"op": "replace", "type": "kubernetes:batch/v1:Job", "name": "smoke-test"},
-        {
-            "op": "update",
-            "type": "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass",
-            "name": "node-pools-class-gpu-inference",
-        },
-    ]
+    job, node_class = json.loads(capsys.readouterr().out)
+    # The smoke test is named after the nodes it runs on: it runs again on the new AMI.
+    assert (job["op"], job["type"], job["name"]) == ("replace", "kubernetes:batch/v1:Job", "smoke-test")
+    assert job["reason"] == "because metadata.name changed (forces a new object)"
+    assert job["paths"] == ["metadata.name"]
+    assert node_class == {
+        "op": "update",
+        "type": "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass",
+        "name": "node-pools-class-gpu-inference",
+        "changes": ["spec.amiSelectorTerms[0].alias: al2023@v20260601 -> al2023@v20260714"],
+        "paths": ["spec.amiSelectorTerms[0].alias"],
+    }
+    assert main(["plan", "dev", "--from-config", str(older), "--verbose"]) == 0
+    assert (
+        "  ~ update  kubernetes:karpenter.k8s.aws/v1:EC2NodeClass node-pools-class-gpu-inference\n"
+        "      spec.amiSelectorTerms[0].alias: al2023@v20260601 -> al2023@v20260714\n"
+        "      paths: spec.amiSelectorTerms[0].alias\n" in capsys.readouterr().out
+    )
     assert main(["plan", "dev", "--from-config", str(older), "--markdown"]) == 0
     markdown = capsys.readouterr().out
-    assert markdown.startswith("### `dev`: 0 to create, 1 to update, 1 to replace, 0 to delete")
+    assert markdown.startswith("### `dev`: 0 create, 1 update, 1 replace, 0 delete (95 unchanged) · pools ")
     assert (
-        "| update | `kubernetes:karpenter.k8s.aws/v1:EC2NodeClass` | `node-pools-class-gpu-inference` |"
-        in markdown
+        "| update | `kubernetes:karpenter.k8s.aws/v1:EC2NodeClass` | `node-pools-class-gpu-inference` | "
+        "`spec.amiSelectorTerms[0].alias: al2023@v20260601 -> al2023@v20260714` |" in markdown
     )
 
 
@@ -150,14 +158,13 @@ def test_a_refused_previous_configuration_prints_as_pulumi_preview_does_and_exit
 
 
 def test_a_refused_working_tree_configuration_exits_2(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "Pulumi.yaml").write_text((ROOT / "Pulumi.yaml").read_text())
     (tmp_path / "Pulumi.dev.yaml").write_text(
         (ROOT / "Pulumi.dev.yaml").read_text() + "  gpu_eks:network: {cidr: 10.9.0.0/16}\n"
     )
-    monkeypatch.setattr(synth_main, "run_stack", lambda stack: run_stack(stack, tmp_path))
-    assert _exit_code(["plan", "dev"]) == 2
+    assert plan_main(["dev"], tmp_path) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.startswith("Diagnostics:\n  pulumi:pulumi:Stack (gpu-eks-dev):\n    error: ")
@@ -199,5 +206,8 @@ def test_a_gpu_operator_namespace_change_deploys(tmp_path: Path, capsys: pytest.
     older = _previous_with(tmp_path, "gpuOperator", namespace="nvidia")
     assert main(["plan", "dev", "--from-config", str(older)]) == 0
     out = capsys.readouterr().out
-    assert "  +-replace (delete first) kubernetes:helm.sh/v3:Release gpu-operator  [namespace]" in out
+    assert (
+        "  +-replace (delete first) kubernetes:helm.sh/v3:Release gpu-operator  because namespace changed "
+        "(forces a new object)\n      namespace: nvidia -> gpu-operator\n" in out
+    )
     assert "!!" not in out

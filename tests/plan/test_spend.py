@@ -11,7 +11,7 @@ import yaml
 from config.stack import parse_stack_config
 from pools.cost import pool_cost
 from synth.__main__ import main
-from synth.plan import committed_state, spend_changes, state_of_snapshot
+from synth.plan import spend_changes, state_of_snapshot, working_tree_state
 from synth.runner import ROOT, config_map
 from synth.snapshot import from_yaml, to_yaml
 
@@ -75,7 +75,7 @@ def test_a_rise_of_25_percent_or_less_is_shown_without_attention(
 
 
 def test_an_unchanged_stack_shows_its_total() -> None:
-    state = committed_state("prod")
+    state = working_tree_state("prod")
     changes = spend_changes(state, state)
     assert not any(p.changed for p in changes.pools)
     assert changes.text()[-1] == "  total: $544.26/h (unchanged)"
@@ -91,7 +91,7 @@ def test_the_old_worst_case_comes_from_the_objects_the_old_snapshot_records() ->
             entry["inputs"]["spec"]["limits"]["nvidia.com/gpu"] = "32"
             entry["inputs"]["spec"]["limits"]["cpu"] = "768"
     before = state_of_snapshot(to_yaml(entries), "old")
-    after = committed_state("prod")
+    after = working_tree_state("prod")
     changes = {p.pool: p for p in spend_changes(before, after).pools}
     assert (changes["gpu-training"].old, changes["gpu-training"].new) == (
         Decimal("220.16"),
@@ -102,7 +102,7 @@ def test_the_old_worst_case_comes_from_the_objects_the_old_snapshot_records() ->
         if entry["type"] == "kubernetes:karpenter.sh/v1:NodePool" and entry["name"].endswith("gpu-training"):
             entry["inputs"]["spec"]["limits"] = {}
     unbounded = state_of_snapshot(to_yaml(entries), "new")
-    findings = spend_changes(committed_state("prod"), unbounded).findings()
+    findings = spend_changes(working_tree_state("prod"), unbounded).findings()
     assert [f.message for f in findings] == [
         "worst-case spend of pool gpu-training rises $440.32/h -> unbounded (at on-demand list price)",
         "worst-case spend of the stack's total rises $544.26/h -> unbounded (at on-demand list price)",
