@@ -77,6 +77,9 @@ tools_job=$!
 .venv/bin/python -m compileall -q -j0 -x "$(.venv/bin/python -m scripts.type_check_scope --unused-pattern)" \
   .venv/lib/python3*/site-packages ||
   echo "gpu-eks: some files did not compile (above); Python compiles them if they are imported"
+# For `python -m synth` and the tests only (`pulumi up` never imports it): the offline fast path's compilation
+# of the same provider subpackages (synth/fast_imports.py).
+.venv/bin/python -m synth.fast_imports --warm -x "$(.venv/bin/python -m scripts.type_check_scope --unused-pattern)"
 wait "$tools_job"
 wait "$npm_ci"
 if [ -n "${apt_job:-}" ]; then wait "$apt_job"; fi

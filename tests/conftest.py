@@ -1,11 +1,19 @@
-"""Shared fixtures: each committed stack is run once per test session (runs are deterministic)."""
+"""Shared fixtures: each committed stack is run once per test session (runs are deterministic).
+
+The offline fast path is on before anything imports a provider SDK (synth/fast_imports.py; GPU_EKS_FAST_PATH=0
+runs the suite on Python's own imports and the SDK's thread pool).
+"""
 
 import gc
 from functools import cache
 
-import pytest
+from synth import fast_imports
 
-from synth.runner import ProgramRun, run_stack, stacks
+fast_imports.install()
+
+import pytest  # noqa: E402
+
+from synth.runner import ProgramRun, run_stack, stacks  # noqa: E402
 
 STACKS = stacks()
 
