@@ -3,9 +3,12 @@
 import asyncio
 import concurrent.futures
 import contextlib
+import copy
+import functools
 import json
 import logging
 import runpy
+import types
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -332,6 +335,22 @@ class _Warnings(logging.Handler):
             self.messages.append(record.getMessage())
 
 
+_RunKey = tuple[tuple[tuple[str, str], ...], str, str]
+_shared_runs: dict[_RunKey, ProgramRun] | None = None
+
+
+def share_runs() -> None:
+    """From now on, run the real program once per configuration in this process and hand out copies.
+
+    For a process that runs the same configurations again and again (the tests: tests/conftest.py). What the
+    program declares depends only on its config, stack and project (the mocks answer from the config's
+    region), so a run is keyed by exactly those; a run with its own `program` or `monitor`, or one that
+    raises, is never shared. A copy, so that a test that changes its run changes no other test's."""
+    global _shared_runs  # noqa: PLW0603 (one switch for the whole process)
+    if _shared_runs is None:
+        _shared_runs = {}
+
+
 def run_program(
     config: Mapping[str, str],
     *,
@@ -345,6 +364,21 @@ def run_program(
     Raises whatever the program raises (e.g. `ConfigError`); pass your own `monitor` to see what was
     registered before that.
     """
+    if _shared_runs is None or program is not None or monitor is not None:
+        return _run_program(config, stack, program, monitor, project)
+    key = (tuple(sorted(config.items())), stack, project)
+    if key not in _shared_runs:
+        _shared_runs[key] = _run_program(config, stack, None, None, project)
+    return copy.deepcopy(_shared_runs[key])
+
+
+def _run_program(
+    config: Mapping[str, str],
+    stack: str,
+    program: Callable[[], None] | None,
+    monitor: RecordingMonitor | None,
+    project: str,
+) -> ProgramRun:
     monitor = monitor or RecordingMonitor(AwsMocks(config.get("aws:region", "us-west-2")))
     warnings = _Warnings()
     logger = logging.getLogger("gpu-eks.synth.engine")
@@ -401,7 +435,17 @@ async def _resolve(exports: Mapping[str, Any]) -> tuple[dict[str, Any], frozense
 
 
 def _run_main() -> None:
-    runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
+    """`runpy.run_path(__main__.py, run_name="__main__")`, as Pulumi's language host runs the program, without
+    compiling the file again for every run (a run_path of a file is this call after a compile)."""
+    path = ROOT / "__main__.py"
+    status = path.stat()
+    code = _compiled(path, status.st_mtime_ns, status.st_size)
+    runpy._run_module_code(code, None, "__main__", pkg_name="", script_name=str(path))  # type: ignore[attr-defined]
+
+
+@functools.cache
+def _compiled(path: Path, mtime_ns: int, size: int) -> types.CodeType:
+    return compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
 
 
 def run_stack(stack: str, root: Path = ROOT) -> ProgramRun:
