@@ -33,6 +33,8 @@ __all__ = [
     "PROJECT",
     "ROOT",
     "SECRET",
+    "YAML_LOADER",
+    "InlineLoop",
     "ProgramRun",
     "RecordingMonitor",
     "Registration",
@@ -41,6 +43,7 @@ __all__ = [
     "project_config",
     "run_program",
     "run_stack",
+    "share_runs",
     "stack_config",
     "stack_file_config",
     "stacks",
@@ -231,9 +234,18 @@ def _shown(path: Path, root: Path) -> str:
     return path.name if path.parent.resolve() == root.resolve() else str(path)
 
 
+YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""libyaml's safe loader where PyYAML has it: the pure-Python one takes 20 ms for a stack file (every run)."""
+
+
 def _load_yaml(path: Path, shown: str | None = None) -> Any:
+    text = path.read_text()
     try:
-        return yaml.safe_load(path.read_text())
+        return yaml.load(text, Loader=YAML_LOADER)
+    except yaml.YAMLError:
+        pass  # told below in the pure-Python parser's words, which name the line, column and construct
+    try:
+        return yaml.safe_load(text)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f", line {mark.line + 1}, column {mark.column + 1}" if mark else ""
