@@ -135,6 +135,7 @@ def test_only_the_offline_entry_points_import_the_finder() -> None:
         and "synth.fast_imports" in _imported(path)
     ]
     assert importers == [
+        "scripts/benchmark.py",
         "synth/__main__.py",
         "tests/conftest.py",
         "tests/support/module_description.py",
@@ -222,54 +223,54 @@ def test_annotations_stay_evaluated_where_that_could_differ(source: str, why: st
     assert _postponed(source) == ast.unparse(ast.parse(source)), why
 
 
-def _package(tmp_path: Path, files: dict[str, str]) -> Path:
+def _lazy(tmp_path: Path, files: dict[str, str]) -> tuple[dict[str, Any], str]:
+    """The lazy exports of a package made of `files`, and what is left of its `__init__.py`."""
     package = tmp_path / "pkg"
     package.mkdir()
     for name, source in files.items():
         (package / name).write_text(textwrap.dedent(source))
-    return package
-
-
-def _lazy(package: Path) -> tuple[dict[str, Any], str]:
     tree = ast.parse((package / "__init__.py").read_text())
     exports, _ = fast_imports.lazy_star_imports(tree, package)
     return exports, ast.unparse(tree)
 
 
-def test_star_imports_become_lazy_names_in_the_order_they_bind(tmp_path: Path) -> None:
-    package = _package(
-        tmp_path,
-        {
-            "__init__.py": "import typing\nfrom .a import *\nfrom .b import *\nfrom . import outputs\n",
-            "a.py": "__all__ = ['A', 'Shared']\nA = Shared = 1\n",
-            "b.py": "import json\nfrom typing import Any\nShared = 2\ndef b(): ...\n_private = 3\n",
-            "outputs.py": "",
-        },
-    )
-    exports, remaining = _lazy(package)
-    assert exports == {
-        "a": ("a", None),
-        "A": ("a", "A"),
-        "Shared": ("b", "Shared"),  # the later star import wins, as when both run
-        "b": ("b", "b"),  # a module exporting its own name: the name wins over the module
-        "json": ("b", "json"),  # no __all__: every public top-level name
-        "Any": ("b", "Any"),
-    }
-    assert remaining == "import typing\nfrom . import outputs"
-
-
-def test_star_imports_the_package_itself_reads_stay_eager(tmp_path: Path) -> None:
-    package = _package(
-        tmp_path,
-        {
-            "__init__.py": "from .a import *\nfrom .b import *\nREGISTERED = [A]\n",
-            "a.py": "__all__ = ['A']\nA = 1\n",
-            "b.py": "__all__ = ['B']\nB = 2\n",
-        },
-    )
-    exports, remaining = _lazy(package)
-    assert exports == {"b": ("b", None), "B": ("b", "B")}
-    assert remaining == "from .a import *\nREGISTERED = [A]"
+@pytest.mark.parametrize(
+    ("files", "exports", "remaining"),
+    [
+        pytest.param(
+            {
+                "__init__.py": "import typing\nfrom .a import *\nfrom .b import *\nfrom . import outputs\n",
+                "a.py": "__all__ = ['A', 'Shared']\nA = Shared = 1\n",
+                "b.py": "import json\nfrom typing import Any\nShared = 2\ndef b(): ...\n_private = 3\n",
+                "outputs.py": "",
+            },
+            {
+                "a": ("a", None),
+                "A": ("a", "A"),
+                "Shared": ("b", "Shared"),  # the later star import wins, as when both run
+                "b": ("b", "b"),  # a module exporting its own name: the name wins over the module
+                "json": ("b", "json"),  # no __all__: every public top-level name
+                "Any": ("b", "Any"),
+            },
+            "import typing\nfrom . import outputs",
+            id="in the order they bind",
+        ),
+        pytest.param(
+            {
+                "__init__.py": "from .a import *\nfrom .b import *\nREGISTERED = [A]\n",
+                "a.py": "__all__ = ['A']\nA = 1\n",
+                "b.py": "__all__ = ['B']\nB = 2\n",
+            },
+            {"b": ("b", None), "B": ("b", "B")},
+            "from .a import *\nREGISTERED = [A]",
+            id="what the package itself reads stays eager",
+        ),
+    ],
+)
+def test_star_imports_become_lazy_names(
+    tmp_path: Path, files: dict[str, str], exports: dict[str, Any], remaining: str
+) -> None:
+    assert _lazy(tmp_path, files) == (exports, remaining)
 
 
 @pytest.mark.parametrize(
@@ -283,8 +284,7 @@ def test_star_imports_the_package_itself_reads_stay_eager(tmp_path: Path) -> Non
 def test_a_package_whose_star_imports_cannot_be_told_stays_eager(
     tmp_path: Path, files: dict[str, str]
 ) -> None:
-    package = _package(tmp_path, {"__init__.py": "from .a import *\n", **files})
-    assert _lazy(package) == ({}, "from .a import *")
+    assert _lazy(tmp_path, {"__init__.py": "from .a import *\n", **files}) == ({}, "from .a import *")
 
 
 def test_the_cache_is_rebuilt_when_the_source_changes(tmp_path: Path) -> None:
