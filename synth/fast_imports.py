@@ -9,10 +9,13 @@ else) and loads each from code compiled with two changes, cached beside the SDK'
   parameter and property. The SDK resolves the hints it needs through `typing.get_type_hints`
   (pulumi/_types.py `_raw_return_hints`, `_types_from_annotations`), which evaluates a string in the same
   module namespace. An annotation is postponed only where that gives the same object: not in functions nested
-  in functions, not in TypedDict (their required keys come from the annotations), NamedTuple, dataclass or any
-  other class whose base or decorator may read annotations as the class is made, not when a name it uses is
-  bound in its class body, bound again at module level after it (or by a later star import, or a `global`
-  statement), or is `T` or `Output` (which the SDK's resolver maps to its own values).
+  in functions, not in NamedTuple, dataclass or any other class whose base or decorator may read annotations
+  as the class is made (a TypedDict keeps the outermost `NotRequired[...]` evaluated, which decides whether
+  its key is required, and postpones what it wraps), not when a name it uses is bound in its class body, bound
+  again at module level after it (or by a later star import, or a `global` statement), or is `T` or
+  `Output` (which the SDK's resolver maps to its own values). One difference remains, in a call nothing
+  makes: `typing.get_type_hints(SomeArgsDict)` without pulumi's namespaces raises NameError on Python's own
+  imports (`pulumi.Input` holds the forward reference 'Output[T]'), and here may return what it resolved to.
 - **Lazy service packages** (PEP 562): `pulumi_aws.ec2/__init__` star-imports all of its 178 modules;
   here it imports none until one of its names is used, through a name -> submodule map built from each
   submodule's `__all__` (or, without one, its public top-level names). The package's `dir()` lists the same
@@ -39,6 +42,7 @@ import sys
 import time
 import types
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -282,17 +286,56 @@ def postpone_annotations(tree: ast.Module, source: bytes | None = None) -> int:
     bound_from: list[set[str]] = [set() for _ in range(len(tree.body) + 1)]
     for index in range(len(tree.body) - 1, -1, -1):
         bound_from[index] = bound_from[index + 1] | bound_names(tree.body[index], walrus)
+    qualifiers = frozenset(
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        and node.module in ("typing", "typing_extensions")
+        and not node.level
+        for alias in node.names
+        if alias.name in ("NotRequired", "Required")
+    )
     count = 0
     for index, statement in enumerate(tree.body):
         # Names bound by this statement or any later one may differ between definition and resolution.
         unstable = bound_from[index] | rebound | _RESOLVER_LOCALS
-        count += _postpone_in(statement, unstable, walrus)
+        count += _postpone_in(statement, _Scope(unstable, walrus, qualifiers - unstable))
     return count
 
 
-def _postpone_in(statement: ast.stmt, unstable: set[str], walrus: bool, plain_class: bool = True) -> int:
+@dataclass(frozen=True)
+class _Scope:
+    unstable: set[str]
+    """Names an annotation here may not use: they may be bound otherwise when the hint is resolved."""
+    walrus: bool
+    """Whether the module has an assignment expression (which binds in the enclosing scope)."""
+    qualifiers: frozenset[str]
+    """The names of typing's `NotRequired` and `Required` in the module (stable ones only)."""
+    kind: str = "plain"
+    """Of the class whose body this is: "plain" (a pulumi input, output or resource class, or the module
+    itself), "typed dict" or "other" (whose base or decorator may read its annotations as it is made)."""
+
+
+_TYPED_DICT_BASES = frozenset({"TypedDict", "typing.TypedDict", "typing_extensions.TypedDict"})
+# Type qualifiers a TypedDict or a dataclass reads from an annotation as the class is made.
+_QUALIFIERS = frozenset({"Annotated", "ClassVar", "Final", "InitVar", "NotRequired", "ReadOnly", "Required"})
+
+
+def _kind(node: ast.ClassDef) -> str:
+    bases = {ast.unparse(base) for base in node.bases}
+    decorators = {ast.unparse(decorator) for decorator in node.decorator_list}
+    keywords = {keyword.arg for keyword in node.keywords}
+    if bases and bases <= _TYPED_DICT_BASES and not decorators and keywords <= {"total"}:
+        return "typed dict"
+    if bases <= _PLAIN_BASES and decorators <= _PLAIN_DECORATORS and not keywords:
+        return "plain"
+    return "other"
+
+
+def _postpone_in(statement: ast.stmt, scope: _Scope) -> int:
     """Postpone the annotations evaluated by `statement` in the module (or a class body) it runs in."""
     count = 0
+    unstable = scope.unstable
     if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
         arguments = statement.args
         for argument in [
@@ -308,32 +351,62 @@ def _postpone_in(statement: ast.stmt, unstable: set[str], walrus: bool, plain_cl
             statement.returns = _as_text(statement.returns)
             count += 1
     elif isinstance(statement, ast.ClassDef):
-        inside = unstable | set().union(*(bound_names(s, walrus) for s in statement.body))
-        plain = (
-            not statement.keywords
-            and all(ast.unparse(base) in _PLAIN_BASES for base in statement.bases)
-            and all(ast.unparse(d) in _PLAIN_DECORATORS for d in statement.decorator_list)
+        body = replace(
+            scope,
+            unstable=unstable | set().union(*(bound_names(s, scope.walrus) for s in statement.body)),
+            kind=_kind(statement),
         )
         for inner in statement.body:
             # A nested class's body sees the module's names, not this class's.
-            count += _postpone_in(
-                inner, unstable if isinstance(inner, ast.ClassDef) else inside, walrus, plain
-            )
-    elif isinstance(statement, ast.AnnAssign):
-        # Only a plain class's or the module's own annotations: others may be read as the class is made.
-        if (
-            plain_class
-            and isinstance(statement.target, ast.Name)
-            and _postponable(statement.annotation, unstable)
-        ):
-            statement.annotation = _as_text(statement.annotation)
-            count += 1
+            count += _postpone_in(inner, scope if isinstance(inner, ast.ClassDef) else body)
+    elif isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
+        count += _postpone_field(statement, scope)
     elif isinstance(statement, ast.If | ast.Try | ast.With | ast.For | ast.While):
         for field in ("body", "orelse", "finalbody", "handlers"):
             for inner in getattr(statement, field, []):
                 for stmt in inner.body if isinstance(inner, ast.ExceptHandler) else [inner]:
-                    count += _postpone_in(stmt, unstable, walrus, plain_class)
+                    count += _postpone_in(stmt, scope)
     return count
+
+
+def _postpone_field(statement: ast.AnnAssign, scope: _Scope) -> int:
+    """A class's (or the module's) annotated name: into `__annotations__`, which only a plain class leaves
+    for later. A TypedDict reads whether a key is required from the outermost `NotRequired[...]` or
+    `Required[...]` as it is made: that stays evaluated, what it wraps is postponed, and an annotation
+    without one (`pulumi.Input[...]`) is postponed whole (the key stays as required as it was)."""
+    annotation = statement.annotation
+    if scope.kind == "plain" and _postponable(annotation, scope.unstable):
+        statement.annotation = _as_text(annotation)
+        return 1
+    if scope.kind != "typed dict":
+        return 0
+    if (
+        isinstance(annotation, ast.Subscript)
+        and isinstance(annotation.value, ast.Name)
+        and annotation.value.id in scope.qualifiers
+        and _unqualified(annotation.slice)
+        and _postponable(annotation.slice, scope.unstable)
+    ):
+        annotation.slice = _as_text(annotation.slice)
+        return 1
+    root = annotation.value if isinstance(annotation, ast.Subscript) else annotation
+    if (
+        isinstance(root, ast.Attribute)
+        and _unqualified(annotation)
+        and _postponable(annotation, scope.unstable)
+    ):
+        statement.annotation = _as_text(annotation)
+        return 1
+    return 0
+
+
+def _unqualified(annotation: ast.expr) -> bool:
+    """No name in it that could be a type qualifier."""
+    return not any(
+        (isinstance(node, ast.Name) and node.id in _QUALIFIERS)
+        or (isinstance(node, ast.Attribute) and node.attr in _QUALIFIERS)
+        for node in ast.walk(annotation)
+    )
 
 
 def _postponable(annotation: ast.expr, unstable: set[str]) -> bool:

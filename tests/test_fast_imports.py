@@ -173,7 +173,7 @@ def test_annotations_are_postponed_where_resolving_them_later_gives_the_same_obj
     assert _postponed(
         """
         import pulumi
-        from typing import Optional
+        from typing import Mapping, NotRequired, Optional, TypedDict
         @pulumi.input_type
         class Args:
             def __init__(self, *, name: pulumi.Input[Optional[str]] = None): ...
@@ -181,11 +181,15 @@ def test_annotations_are_postponed_where_resolving_them_later_gives_the_same_obj
             def name(self) -> pulumi.Input[Optional[str]]: ...
         class Resource(pulumi.CustomResource):
             version: pulumi.Output[str]
+        class ArgsDict(TypedDict):
+            name: pulumi.Input[str]
+            tags: NotRequired[pulumi.Input[Mapping[str, str]]]
+            size: Optional[int]
         """
     ) == textwrap.dedent(
         """\
         import pulumi
-        from typing import Optional
+        from typing import Mapping, NotRequired, Optional, TypedDict
 
         @pulumi.input_type
         class Args:
@@ -198,7 +202,12 @@ def test_annotations_are_postponed_where_resolving_them_later_gives_the_same_obj
                 ...
 
         class Resource(pulumi.CustomResource):
-            version: 'pulumi.Output[str]'"""
+            version: 'pulumi.Output[str]'
+
+        class ArgsDict(TypedDict):
+            name: 'pulumi.Input[str]'
+            tags: NotRequired['pulumi.Input[Mapping[str, str]]']
+            size: Optional[int]"""
     )
 
 
@@ -207,7 +216,11 @@ def test_annotations_are_postponed_where_resolving_them_later_gives_the_same_obj
     [
         (
             "class D(TypedDict):\n    a: NotRequired[int]",
-            "a TypedDict's required keys come from its annotations as the class is made",
+            "a TypedDict's required keys come from its annotations (`NotRequired` here is not typing's)",
+        ),
+        (
+            "from typing import Required\nclass D(TypedDict, total=False):\n    a: x.Input[Required[int]]",
+            "a qualifier within it",
         ),
         ("@dataclass\nclass C:\n    a: ClassVar[int]", "a dataclass reads its annotations as it is made"),
         ("class C:\n    str = 1\n    def f(self) -> Optional[str]: ...", "the class body binds `str`"),

@@ -21,7 +21,7 @@ import typing
 from collections.abc import Callable
 from typing import Any
 
-from pulumi import Resource, _types
+from pulumi import Output, Resource, _types
 
 
 def _what(value: Any) -> str:
@@ -95,7 +95,18 @@ def _class(cls: type, thorough: bool) -> dict[str, Any]:
     if typing.is_typeddict(cls):
         found["required"] = sorted(cls.__required_keys__)  # type: ignore[attr-defined]
         found["optional"] = sorted(cls.__optional_keys__)  # type: ignore[attr-defined]
-        found["typed dict hints"] = _attempt(lambda: _hints(typing.get_type_hints(cls, include_extras=True)))
+        # Resolved as pulumi resolves hints (pulumi/_types.py `_raw_return_hints`): without its `Output` and
+        # `T`, no `pulumi.Input[...]` resolves on Python's own imports ('Output[T]' is a forward reference).
+        found["typed dict hints"] = _attempt(
+            lambda: _hints(
+                typing.get_type_hints(
+                    cls,
+                    _types._globals_for_cls(cls),
+                    {"Output": Output, "T": type(None)},
+                    include_extras=True,
+                )
+            )
+        )
     if not thorough:
         return found
     members = {}
