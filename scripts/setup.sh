@@ -100,17 +100,27 @@ fi
 "$uv" venv --quiet --allow-existing --seed --python python3 .venv # --seed: pip, which Pulumi's toolchain runs
 "$uv" venv --quiet --allow-existing --python python3 .venv-tools
 # checkov (Kubernetes manifest scanner, used by the tests) in its own environment, installed while the
-# program's packages install and compile.
-"$uv" pip install --quiet --python .venv-tools/bin/python -r requirements-tools.txt &
+# program's packages install and compile; then the bytecode of what it imports (about 4,000 modules, which
+# its first run in the tests would otherwise compile).
+{
+  "$uv" pip install --quiet --python .venv-tools/bin/python -r requirements-tools.txt
+  PYTHONDONTWRITEBYTECODE= .venv-tools/bin/python -c 'import checkov.main'
+} &
 tools_job=$!
 "$uv" pip install --quiet --python .venv/bin/python -r requirements-dev.txt
 # Bytecode now, on every core: where PYTHONDONTWRITEBYTECODE is set (as on this project's machines) Python
 # would otherwise recompile the provider SDKs in every process. Not for the pulumi_aws services and
 # pulumi_kubernetes API groups that nothing here uses (scripts/type_check_scope.py), which are half of it,
-# nor for .venv-tools, which checkov is let cache itself (tests/test_checkov.py).
+# nor for .venv-tools (above).
 .venv/bin/python -m compileall -q -j0 -x "$(.venv/bin/python -m scripts.type_check_scope --unused-pattern)" \
   .venv/lib/python3*/site-packages ||
   echo "gpu-eks: some files did not compile (above); Python compiles them if they are imported"
+# For `python -m synth` and the tests only (`pulumi up` imports neither): this project's own bytecode (about
+# 170 modules, else compiled in every process), and the offline fast path's compilation of the same provider
+# subpackages (synth/fast_imports.py).
+.venv/bin/python -m compileall -q -j0 __main__.py components config contract examples facts policy pools \
+  scripts synth tests
+.venv/bin/python -m synth.fast_imports --warm -x "$(.venv/bin/python -m scripts.type_check_scope --unused-pattern)"
 wait "$tools_job"
 wait "$npm_ci"
 if [ -n "${apt_job:-}" ]; then wait "$apt_job"; fi

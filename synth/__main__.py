@@ -19,10 +19,14 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from synth import fast_imports
+
 if __name__ == "__main__":
     # A one-shot process: the provider SDKs leave about a million objects alive until exit, and each full
     # collection walks them all (a quarter of a synth's time). Reference counting frees what a run drops.
     gc.disable()
+    # Before anything imports a provider SDK (GPU_EKS_FAST_PATH=0: Python's own imports).
+    fast_imports.install()
 
 from config.errors import ConfigError
 from config.stack import parse_stack_config

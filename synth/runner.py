@@ -1,14 +1,18 @@
 """Run `__main__.py` for a stack in-process under the mocks and record every registration."""
 
 import asyncio
+import concurrent.futures
 import contextlib
+import copy
+import functools
 import json
 import logging
 import runpy
+import types
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, TypeVarTuple
 
 import pulumi
 import pulumi.runtime.config as runtime_config
@@ -23,6 +27,7 @@ from config.errors import nearest
 from config.operation import OFFLINE_OPERATION, Operation
 from config.production import ROOT
 from config.stack import SECTIONS
+from synth.fast_path import fast_path
 from synth.mocks import AwsMocks
 from synth.stack_files import stacks
 
@@ -30,6 +35,8 @@ __all__ = [
     "PROJECT",
     "ROOT",
     "SECRET",
+    "YAML_LOADER",
+    "InlineLoop",
     "ProgramRun",
     "RecordingMonitor",
     "Registration",
@@ -38,12 +45,15 @@ __all__ = [
     "project_config",
     "run_program",
     "run_stack",
+    "share_runs",
     "stack_config",
     "stack_file_config",
     "stacks",
 ]
 
 PROJECT = "gpu-eks"
+_T = TypeVar("_T")
+_Ts = TypeVarTuple("_Ts")
 SECRET = "[secret]"
 
 
@@ -245,9 +255,18 @@ def _shown(path: Path, root: Path) -> str:
     return path.name if path.parent.resolve() == root.resolve() else str(path)
 
 
+YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""libyaml's safe loader where PyYAML has it: the pure-Python one takes 20 ms for a stack file (every run)."""
+
+
 def _load_yaml(path: Path, shown: str | None = None) -> Any:
+    text = path.read_text()
     try:
-        return yaml.safe_load(path.read_text())
+        return yaml.load(text, Loader=YAML_LOADER)
+    except yaml.YAMLError:
+        pass  # told below in the pure-Python parser's words, which name the line, column and construct
+    try:
+        return yaml.safe_load(text)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f", line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -318,6 +337,25 @@ def config_map(values: Mapping[str, Any]) -> dict[str, str]:
     }
 
 
+class InlineLoop(asyncio.SelectorEventLoop):
+    """An event loop that runs what the SDK hands to its default executor at once, on the loop's thread.
+
+    The SDK sends each engine call (register, invoke, read) through `run_in_executor` because the real engine
+    is a gRPC server. The mock monitor answers at once: here the call runs where it is made, without the two
+    thread wake-ups per call (about 120 calls in a synth of dev) that a busy machine stretches most. The
+    monitor's own `_sync_await` pumps this loop re-entrantly while it runs (pulumi/runtime/sync_await.py)."""
+
+    def run_in_executor(
+        self, executor: concurrent.futures.Executor | None, func: Callable[[*_Ts], _T], *args: *_Ts
+    ) -> "asyncio.Future[_T]":
+        future = self.create_future()
+        try:
+            future.set_result(func(*args))
+        except Exception as exc:  # delivered to whoever awaits, as from a pool thread
+            future.set_exception(exc)
+        return future
+
+
 class _Warnings(logging.Handler):
     """Collects what the program logs as warnings through the mock engine."""
 
@@ -328,6 +366,23 @@ class _Warnings(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         if record.levelno == logging.WARNING:
             self.messages.append(record.getMessage())
+
+
+_RunKey = tuple[tuple[tuple[str, str], ...], str, str, Operation]
+_shared_runs: dict[_RunKey, ProgramRun] | None = None
+
+
+def share_runs() -> None:
+    """From now on, run the real program once per configuration in this process and hand out copies.
+
+    For a process that runs the same configurations again and again (the tests: tests/conftest.py). What the
+    program declares depends only on its config, stack and project (the mocks answer from the config's
+    region) and the operation it stands for, so a run is keyed by exactly those; a run with its own `program`
+    or `monitor`, or one that raises, is never shared. A copy, so that a test that changes its run changes no
+    other test's."""
+    global _shared_runs  # noqa: PLW0603 (one switch for the whole process)
+    if _shared_runs is None:
+        _shared_runs = {}
 
 
 def run_program(
@@ -348,6 +403,23 @@ def run_program(
     Raises whatever the program raises (e.g. `ConfigError`); pass your own `monitor` to see what was
     registered before that.
     """
+    if _shared_runs is None or program is not None or monitor is not None:
+        return _run_program(config, stack, program, monitor, project=project, operation=operation)
+    key = (tuple(sorted(config.items())), stack, project, operation)
+    if key not in _shared_runs:
+        _shared_runs[key] = _run_program(config, stack, None, None, project=project, operation=operation)
+    return copy.deepcopy(_shared_runs[key])
+
+
+def _run_program(
+    config: Mapping[str, str],
+    stack: str,
+    program: Callable[[], None] | None,
+    monitor: RecordingMonitor | None,
+    *,
+    project: str,
+    operation: Operation,
+) -> ProgramRun:
     monitor = monitor or RecordingMonitor(AwsMocks(config.get("aws:region", "us-west-2")))
     warnings = _Warnings()
     logger = logging.getLogger("gpu-eks.synth.engine")
@@ -355,7 +427,7 @@ def run_program(
     logger.addHandler(warnings)
     settings.reset_options(project=project, stack=stack, preview=False)
     runtime_config.set_all_config(dict(config), [])
-    loop = asyncio.new_event_loop()
+    loop = InlineLoop() if fast_path() else asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     operation_token = OFFLINE_OPERATION.set(operation)
     try:
@@ -406,7 +478,17 @@ async def _resolve(exports: Mapping[str, Any]) -> tuple[dict[str, Any], frozense
 
 
 def _run_main() -> None:
-    runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
+    """`runpy.run_path(__main__.py, run_name="__main__")`, as Pulumi's language host runs the program, without
+    compiling the file again for every run (a run_path of a file is this call after a compile)."""
+    path = ROOT / "__main__.py"
+    status = path.stat()
+    code = _compiled(path, status.st_mtime_ns, status.st_size)
+    runpy._run_module_code(code, None, "__main__", pkg_name="", script_name=str(path))  # type: ignore[attr-defined]
+
+
+@functools.cache
+def _compiled(path: Path, mtime_ns: int, size: int) -> types.CodeType:
+    return compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
 
 
 def run_stack(stack: str, root: Path = ROOT) -> ProgramRun:

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from synth.runner import ProgramRun, Registration
+from synth.runner import YAML_LOADER, ProgramRun, Registration
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 # Inputs that hold a policy document (JSON text) on these resource types.
@@ -65,7 +65,7 @@ def to_yaml(value: Any) -> str:
 def from_yaml(text: str) -> Any:
     """YAML read by libyaml's safe loader where PyYAML has it: snapshots run to 5,000 lines, vendored charts
     to more."""
-    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return yaml.load(text, Loader=YAML_LOADER)
 
 
 def _resource_entry(resource: Registration) -> dict[str, Any]:

@@ -1,13 +1,26 @@
-"""Shared fixtures: each committed stack is run once per test session (runs are deterministic)."""
+"""Shared fixtures: each configuration is run once per test process (runs are deterministic).
+
+The offline fast path is on before anything imports a provider SDK (synth/fast_imports.py; GPU_EKS_FAST_PATH=0
+runs the suite on Python's own imports and the SDK's thread pool), and the real program runs once per
+configuration, stack and project: `run(...)`, `run_program(config)` and `run_stack(stack)` hand out copies of
+a shared run (synth/runner.py `share_runs`). A test that changes what the program does by other means than
+its config (patching a component) runs it with its own monitor, which is never shared:
+`run_program(config, monitor=RecordingMonitor(AwsMocks(region)))`.
+"""
 
 import gc
 from functools import cache
 
-import pytest
+from synth import fast_imports
 
-from synth.runner import ProgramRun, run_stack, stacks
+fast_imports.install()
+
+import pytest  # noqa: E402
+
+from synth.runner import ProgramRun, run_stack, share_runs, stacks  # noqa: E402
 
 STACKS = stacks()
+share_runs()
 
 # The suite runs the program hundreds of times in one process, and each full collection walks every object the
 # provider SDKs made on import (about a million, alive until exit): collect less often, and once a stack has
@@ -17,7 +30,8 @@ gc.set_threshold(10_000, 10, 10)
 
 @cache
 def stack_run(stack: str) -> ProgramRun:
-    """The resources and outputs the real program declares for `Pulumi.<stack>.yaml`."""
+    """The resources and outputs the real program declares for `Pulumi.<stack>.yaml` (one object for every
+    test that asks: these fixtures are read, never changed)."""
     run = run_stack(stack)
     gc.collect()
     gc.freeze()

@@ -50,8 +50,8 @@ def _scan(directory: Path) -> list[dict[str, Any]]:
         text=True,
         timeout=300,
         check=False,
-        # checkov may cache its bytecode in .venv-tools (setup does not compile it): only the first run
-        # compiles what it imports (3 s).
+        # scripts/setup.sh compiles what checkov imports; whatever a scan imports beyond that, checkov may
+        # cache in .venv-tools too.
         env={**os.environ, "PYTHONDONTWRITEBYTECODE": ""},
     )
     assert result.stdout, result.stderr

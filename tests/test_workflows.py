@@ -729,7 +729,7 @@ def test_checks_job_needs_no_secrets_so_forks_can_run_it() -> None:
 def test_checks_job_runs_what_ci_runs() -> None:
     """pr.yml's one-command steps (after listing the stacks) are .ci/run's steps, each as its own step."""
     ci = (ROOT / ".ci" / "run").read_text()
-    ci_steps = {"bash scripts/setup.sh", *re.findall(r'"(\.venv/bin/[^"]+)"', ci)}
+    ci_steps = {"bash scripts/setup.sh", *re.findall(r'"((?:[A-Z_]+=\S* )*\.venv/bin/[^"]+)"', ci)}
     pr_steps = {
         step["run"].strip()
         for step in PR["jobs"]["checks"]["steps"]

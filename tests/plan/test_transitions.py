@@ -13,8 +13,9 @@ from components import node_pools
 from components.karpenter_api import to_manifest
 from config.errors import ConfigError
 from synth import mocks
+from synth.mocks import AwsMocks
 from synth.plan import Plan, State, plan, state_of_run
-from synth.runner import ProgramRun, run_program, stack_config
+from synth.runner import ProgramRun, RecordingMonitor, run_program, stack_config
 from tests.conftest import stack_run
 
 Sections = dict[str, Any]
@@ -49,6 +50,12 @@ interruption policy and its attachment."""
 def sections(stack: str) -> Sections:
     """The config sections of a committed stack file, parsed (keys as in the file: `gpu-eks:cluster`...)."""
     return {k: v if k.startswith("aws:") else json.loads(v) for k, v in stack_config(stack).items()}
+
+
+def fresh_run(stack: str) -> ProgramRun:
+    """The committed stack run anew, never a shared earlier run (`synth.runner.share_runs`): for a test that
+    has patched what the program or the mocks do (a run with its own monitor is never shared)."""
+    return run_program(stack_config(stack), stack=stack, monitor=RecordingMonitor(AwsMocks("us-west-2")))
 
 
 def transition(stack: str, change: Callable[[Sections], None], *, reverse: bool = False) -> Plan:
@@ -149,7 +156,7 @@ def test_a_new_recommended_system_node_release_is_an_update_of_the_node_group(
     names a newer one, the plan shows it as an update of the node group's releaseVersion, nothing else."""
     committed = state_of_run(stack_run("prod"), "Pulumi.prod.yaml")
     monkeypatch.setitem(mocks._RECOMMENDED_RELEASES, "1.35", "1.35.7-20260801")
-    newer = state_of_run(run_program(stack_config("prod"), stack="prod"), "a newer recommended release")
+    newer = state_of_run(fresh_run("prod"), "a newer recommended release")
     result = plan(committed, newer)
     assert [(s.op, s.type, s.name, s.because) for s in result.steps] == [
         ("update", "aws:eks/nodeGroup:NodeGroup", "cluster-system", ("releaseVersion",))
@@ -779,7 +786,7 @@ def test_a_custom_resources_api_version_move_is_an_update_in_place(monkeypatch: 
         return manifest
 
     monkeypatch.setattr(node_pools, "to_manifest", bumped)
-    moved = state_of_run(run_program(stack_config("dev"), stack="dev"), "NodeOverlay v1beta1")
+    moved = state_of_run(fresh_run("dev"), "NodeOverlay v1beta1")
     result = plan(committed, moved)
     assert [(s.op, s.type, s.name, s.because) for s in result.steps] == [
         ("update", OVERLAY.replace("v1alpha1", "v1beta1"), name, ("apiVersion",)) for name in sorted(overlays)
