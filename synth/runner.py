@@ -5,8 +5,11 @@ import concurrent.futures
 import contextlib
 import copy
 import functools
+import hashlib
 import json
 import logging
+import os
+import pickle
 import runpy
 import types
 from collections.abc import Callable, Iterator, Mapping
@@ -370,19 +373,43 @@ class _Warnings(logging.Handler):
 
 _RunKey = tuple[tuple[tuple[str, str], ...], str, str, Operation]
 _shared_runs: dict[_RunKey, ProgramRun] | None = None
+_shared_directory: Path | None = None
 
 
-def share_runs() -> None:
+def share_runs(directory: Path | None = None) -> None:
     """From now on, run the real program once per configuration in this process and hand out copies.
 
     For a process that runs the same configurations again and again (the tests: tests/conftest.py). What the
     program declares depends only on its config, stack and project (the mocks answer from the config's
     region) and the operation it stands for, so a run is keyed by exactly those; a run with its own `program`
     or `monitor`, or one that raises, is never shared. A copy, so that a test that changes its run changes no
-    other test's."""
-    global _shared_runs  # noqa: PLW0603 (one switch for the whole process)
+    other test's. With `directory`, processes that share it share their runs too (the test workers of one
+    session): each run is written there once, as a pickle named after its key."""
+    global _shared_runs, _shared_directory  # noqa: PLW0603 (one switch for the whole process)
     if _shared_runs is None:
         _shared_runs = {}
+    _shared_directory = directory
+
+
+def _shared_run(key: _RunKey, run: Callable[[], ProgramRun]) -> ProgramRun:
+    """The shared run of `key`: this process's, another's (from `_shared_directory`), or `run()`'s."""
+    assert _shared_runs is not None
+    if key in _shared_runs:
+        return _shared_runs[key]
+    path = None
+    if _shared_directory is not None:
+        path = _shared_directory / f"{hashlib.sha256(repr(key).encode()).hexdigest()}.pickle"
+        with contextlib.suppress(OSError, EOFError, pickle.UnpicklingError):
+            _shared_runs[key] = pickle.loads(path.read_bytes())
+            return _shared_runs[key]
+    _shared_runs[key] = run()
+    if path is not None:
+        # Whole or not at all: another process reads it only once it is renamed into place.
+        partial = path.with_suffix(f".{os.getpid()}.partial")
+        with contextlib.suppress(OSError):
+            partial.write_bytes(pickle.dumps(_shared_runs[key], protocol=pickle.HIGHEST_PROTOCOL))
+            partial.replace(path)
+    return _shared_runs[key]
 
 
 def run_program(
@@ -406,9 +433,10 @@ def run_program(
     if _shared_runs is None or program is not None or monitor is not None:
         return _run_program(config, stack, program, monitor, project=project, operation=operation)
     key = (tuple(sorted(config.items())), stack, project, operation)
-    if key not in _shared_runs:
-        _shared_runs[key] = _run_program(config, stack, None, None, project=project, operation=operation)
-    return copy.deepcopy(_shared_runs[key])
+    shared = _shared_run(
+        key, lambda: _run_program(config, stack, None, None, project=project, operation=operation)
+    )
+    return copy.deepcopy(shared)
 
 
 def _run_program(

@@ -9,7 +9,11 @@ its config (patching a component) runs it with its own monitor, which is never s
 """
 
 import gc
+import os
+import shutil
+import tempfile
 from functools import cache
+from pathlib import Path
 
 from synth import fast_imports
 
@@ -20,7 +24,18 @@ import pytest  # noqa: E402
 from synth.runner import ProgramRun, run_stack, share_runs, stacks  # noqa: E402
 
 STACKS = stacks()
-share_runs()
+SHARED_RUNS = "GPU_EKS_SHARED_RUNS"
+"""Where the test processes of one session share their program runs: made by the first process of the
+session (pytest itself, or xdist's controller before it starts its workers, which inherit the variable) and
+removed by it at the end."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput") and SHARED_RUNS not in os.environ:
+        os.environ[SHARED_RUNS] = tempfile.mkdtemp(prefix="gpu-eks-runs-")
+        config.add_cleanup(lambda: shutil.rmtree(os.environ.pop(SHARED_RUNS), ignore_errors=True))
+    share_runs(Path(os.environ[SHARED_RUNS]) if SHARED_RUNS in os.environ else None)
+
 
 # The suite runs the program hundreds of times in one process, and each full collection walks every object the
 # provider SDKs made on import (about a million, alive until exit): collect less often, and once a stack has

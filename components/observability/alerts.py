@@ -65,10 +65,14 @@ XID_WINDOW = "15m"
 enough that it clears (the exporter's gauge keeps the last code until it restarts)."""
 FATAL_XID_MEMORY = "24h"
 FATAL_XID_STEP = "30s"
+FATAL_XID_RECORDED = "gpu_eks:dcgm_fatal_xid:max5m"
 """`GpuFatalXidError` remembers a fatal code this long even when a later code (often XID 45, the cleanup of
-the processes that died) replaced it in the exporter's gauge, or the exporter restarted; the step is the
-exporter's collection interval (dcgm-exporter `-c 30000`), so no value it reported is skipped. While the
-gauge still holds the fatal code the alert fires however old it is; it resolves once the node is gone."""
+the processes that died) replaced it in the exporter's gauge, or the exporter restarted. A recording rule
+keeps the fatal codes each GPU reported over the last 5 minutes, read at the exporter's collection interval
+(dcgm-exporter `-c 30000`) so no value it reported is skipped whatever the evaluation interval (up to 5
+minutes); the alert looks back over that record, which reads a GPU's record points once per evaluation,
+where a 24-hour subquery over the raw gauge would re-evaluate 2,880. While the gauge still holds the fatal
+code the alert fires however old it is; it resolves once the node is gone."""
 INTERRUPTION_DELAY_SECONDS = 30
 """99th percentile of the time interruption messages wait on the queue: a spot interruption warning gives
 two minutes, and every second waited is a second less to drain the node."""
@@ -153,10 +157,11 @@ def dcgm_rules(targets: Targets) -> list[dict[str, Any]]:
     allocatable = f"max by (node) (kube_node_status_allocatable{matchers(resource=KSM_GPU)} > 0)"
     idle = f"(avg_over_time({engine}[{IDLE_WINDOW}]) < {IDLE_ENGINE_SHARE}) and {engine} offset {IDLE_WINDOW}"
     return [
+        # Before the alert that reads it: the rules of a group are evaluated in order.
+        {"record": FATAL_XID_RECORDED, "expr": f"max_over_time(({fatal})[5m:{FATAL_XID_STEP}])"},
         _rule(
             "GpuFatalXidError",
-            f"max by (node, gpu) (({fatal}) or "
-            f"last_over_time(({fatal})[{FATAL_XID_MEMORY}:{FATAL_XID_STEP}])) "
+            f"max by (node, gpu) (({fatal}) or max_over_time({FATAL_XID_RECORDED}[{FATAL_XID_MEMORY}])) "
             "and on (node) max by (node) (kube_node_info)",
             for_="0m",
             severity="critical",

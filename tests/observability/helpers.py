@@ -124,8 +124,10 @@ def label_matchers(expr: str, metric: str) -> list[dict[str, tuple[str, str]]]:
 
 
 def unknown_metrics(expr: str) -> list[str]:
-    """Metric names an expression selects that no pinned exporter exports."""
-    return sorted(name for name in selected_metrics(expr) if exporter_of(name) is None)
+    """Metric names an expression selects that no pinned exporter exports and no recording rule of the
+    stack records."""
+    recorded = {rule["record"] for rule in all_recording_rules()}
+    return sorted(n for n in selected_metrics(expr) if exporter_of(n) is None and n not in recorded)
 
 
 def targets(
@@ -155,11 +157,17 @@ def sample_alert_groups(
 
 
 def all_alert_rules(interruption_handling: bool = True, *, managed: bool = True) -> list[dict[str, Any]]:
+    """The alerting rules (not the recording rules they read)."""
     return [
         rule
         for group in sample_alert_groups(interruption_handling, managed=managed)
         for rule in group["rules"]
+        if "alert" in rule
     ]
+
+
+def all_recording_rules() -> list[dict[str, Any]]:
+    return [rule for group in sample_alert_groups() for rule in group["rules"] if "record" in rule]
 
 
 def all_dashboards() -> dict[str, dict[str, Any]]:
@@ -170,6 +178,8 @@ def every_expression() -> Iterator[tuple[str, str]]:
     """(where, expression) of every alert rule and dashboard query the program writes."""
     for rule in all_alert_rules():
         yield f"alert {rule['alert']}", rule["expr"]
+    for rule in all_recording_rules():
+        yield f"recording rule {rule['record']}", rule["expr"]
     for name, dashboard in all_dashboards().items():
         for expr in queries(dashboard):
             yield f"dashboard {name}", expr

@@ -19,7 +19,13 @@ import pytest
 import yaml
 
 from components.observability.alerts import WATCHDOG
-from tests.observability.helpers import CLUSTER, all_alert_rules, sample_alert_groups, sample_pools
+from tests.observability.helpers import (
+    CLUSTER,
+    all_alert_rules,
+    all_recording_rules,
+    sample_alert_groups,
+    sample_pools,
+)
 
 PROMTOOL = shutil.which("promtool")
 INFERENCE, TRAINING, MIG = "gpu-inference", "gpu-training", "gpu-mig"
@@ -785,7 +791,7 @@ def _groups(annotations: bool) -> list[dict[str, Any]]:
     if not annotations:
         for group in groups:
             for rule in group["rules"]:
-                rule.pop("annotations")
+                rule.pop("annotations", None)
     return groups
 
 
@@ -800,7 +806,7 @@ def test_rules_are_valid_with_their_annotation_templates(tmp_path: Path) -> None
     (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": _groups(annotations=True)}))
     result = _promtool("check", "rules", "rules.yaml", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert f"SUCCESS: {len(all_alert_rules())} rules found" in result.stdout
+    assert f"SUCCESS: {len(all_alert_rules()) + len(all_recording_rules())} rules found" in result.stdout
 
 
 def test_every_alert_fires_and_stays_quiet_as_it_should(tmp_path: Path) -> None:
@@ -853,8 +859,14 @@ def test_no_gpu_pools_no_gpu_alerts() -> None:
 def test_bottlerocket_pools_get_no_dcgm_alerts() -> None:
     """Bottlerocket nodes run no GPU Operator operand: no DCGM series, so no DCGM alert can ever fire."""
     groups = sample_alert_groups(gpu_pools=("gpu-br",))
-    names = {rule["alert"] for group in groups for rule in group["rules"]}
+    names = {rule["alert"] for group in groups for rule in group["rules"] if "alert" in rule}
+    assert not [rule for group in groups for rule in group["rules"] if "record" in rule]
     assert not names & {"GpuFatalXidError", "GpuXidError", "DcgmExporterDown", "GpuNodeWithoutDcgmExporter"}
     assert {"GpuPoolAtLimitWithPendingPods", "GpuNodeNotInitialized", "GpuNodeIdle"} <= names
-    mixed = {r["alert"]: r for g in sample_alert_groups(gpu_pools=(INFERENCE, "gpu-br")) for r in g["rules"]}
+    mixed = {
+        r["alert"]: r
+        for g in sample_alert_groups(gpu_pools=(INFERENCE, "gpu-br"))
+        for r in g["rules"]
+        if "alert" in r
+    }
     assert "gpu-br" not in mixed["GpuNodeWithoutDcgmExporter"]["expr"]

@@ -34,7 +34,7 @@ def _release(stack: ProgramRun, name: str) -> Any:
 
 
 def _rules(groups: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    return {rule["alert"]: rule for group in groups for rule in group["rules"]}
+    return {rule["alert"]: rule for group in groups for rule in group["rules"] if "alert" in rule}
 
 
 def test_prod_declares_the_managed_backend_both_scrapers_dashboards_and_alerts(prod: ProgramRun) -> None:
@@ -48,7 +48,10 @@ def test_prod_declares_the_managed_backend_both_scrapers_dashboards_and_alerts(p
     # The program derives each pool's rules from its config (the thresholds `pools.alerting` computes).
     assert groups == sample_alert_groups(gpu_pools=("gpu-inference", "gpu-training"))
     per_pool = {
-        (rule["alert"], rule["labels"].get("nodepool")) for group in groups for rule in group["rules"]
+        (rule["alert"], rule["labels"].get("nodepool"))
+        for group in groups
+        for rule in group["rules"]
+        if "alert" in rule
     }
     for pool in ("gpu-inference", "gpu-training"):
         assert ("GpuPoolAtLimitWithPendingPods", pool) in per_pool
