@@ -63,6 +63,7 @@ JOB = "kubernetes:batch/v1:Job"
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
 REQUIREMENTS = "spec.template.spec.requirements"
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
+ZONE_LABEL = "topology.kubernetes.io/zone"
 INSTANCE_FAMILY = "karpenter.k8s.aws/instance-family"
 CRITICAL_REPLACEMENTS = (CLUSTER, "aws:eks/nodeGroup:NodeGroup", "aws:iam/role:Role", "aws:sqs/queue:Queue")
 """Replacing one of these takes down the control plane, the system nodes, an identity or the interruption
@@ -991,6 +992,44 @@ def _gpu_cap_findings(change: Change) -> list[Finding]:
     return findings
 
 
+def _zone(inputs: Mapping[str, Any]) -> list[str] | None:
+    """The zones a NodePool's requirements pin it to, or None."""
+    requirements = _value(inputs, REQUIREMENTS) or []
+    return next((r.get("values") for r in requirements if r.get("key") == ZONE_LABEL), None)
+
+
+def _placement_zone_findings(change: Change) -> list[Finding]:
+    """A cluster placement group lives in one zone (the first instance's): a pool with one that moves to
+    another zone cannot launch its replacements into the group while the old zone's nodes are in it, so the
+    drift that moves them stalls."""
+    classes = {
+        _value(r.inputs, "metadata.name"): r for r in change.after.resources.values() if r.type == NODE_CLASS
+    }
+    findings = []
+    for key, step in change.of("update"):
+        if step.type != NODE_POOL:
+            continue
+        old, new = _zone(change.old(key).inputs), _zone(change.after.resources[key].inputs)
+        node_class = classes.get(
+            _value(change.after.resources[key].inputs, "spec.template.spec.nodeClassRef.name")
+        )
+        if old is None or new is None or old == new or node_class is None:
+            continue
+        if not _value(node_class.inputs, "spec.placementGroupSelector"):
+            continue
+        pool = _value(change.after.resources[key].inputs, "metadata.name")
+        findings.append(
+            Finding(
+                f"{_where(step)}: moves from zone {', '.join(old)} to {', '.join(new)} with a cluster "
+                "placement group, which lives in the zone of the instances it holds: Karpenter cannot launch "
+                "the replacements into it while the old zone's nodes are there, so the drift stalls. Let the "
+                "pool's nodes go first (when no job runs: kubectl delete nodeclaim -l "
+                f"karpenter.sh/nodepool={pool}), then the new ones launch in the new zone"
+            )
+        )
+    return findings
+
+
 FINDINGS: tuple[Callable[[Change], list[Finding]], ...] = (
     _region_findings,
     _kubernetes_version_findings,
@@ -1001,6 +1040,7 @@ FINDINGS: tuple[Callable[[Change], list[Finding]], ...] = (
     _job_findings,
     _offering_findings,
     _gpu_cap_findings,
+    _placement_zone_findings,
 )
 """The rules a plan is read with, in the order their findings are listed (blocking ones first)."""
 

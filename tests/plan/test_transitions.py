@@ -805,3 +805,20 @@ def test_every_custom_resource_carries_its_api_version_aliases(any_stack: Progra
         aliased = {a.split("::")[-2].rsplit("$", 1)[-1] for a in resource.aliases}
         assert f"kubernetes:{group}/v1beta1:{kind}" in aliased or version == "v1beta1", resource.name
         assert f"kubernetes:{group}/{version}:{kind}" not in aliased
+
+
+def test_moving_a_pool_with_a_placement_group_to_another_zone_says_its_drift_stalls() -> None:
+    """A cluster placement group lives in the zone of its instances: prod's training pool moved from
+    us-west-2a to us-west-2b cannot launch its replacements into the group while the old nodes hold it."""
+
+    def stalls(result: Plan) -> list[str]:
+        return [f.message for f in result.findings if "placement group" in f.message]
+
+    moved = transition("prod", lambda s: pool(s, "gpu-training").update(zone="us-west-2b"))
+    (message,) = stalls(moved)
+    assert "moves from zone us-west-2a to us-west-2b" in message
+    assert "kubectl delete nodeclaim -l karpenter.sh/nodepool=gpu-training" in message
+    assert not moved.blocking
+    # Without a placement group, or without a move, there is nothing to wait for.
+    assert stalls(transition("prod", lambda s: pool(s, "gpu-training").update(placementGroup=False))) == []
+    assert stalls(transition("prod", lambda s: pool(s, "gpu-inference").update(zone="us-west-2b"))) == []
