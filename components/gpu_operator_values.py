@@ -26,9 +26,9 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from components import yaml_text
 from config.gpu_operator import MIG_ALL_DISABLED, GpuOperatorConfig, MigDeviceGroup
 from config.kubernetes import Taint
 from config.types import KubernetesName
@@ -451,7 +451,7 @@ def _device_plugin_config(strategy: str, replicas: int | None) -> str:
         document["sharing"] = {
             "timeSlicing": {"resources": [{"name": "nvidia.com/gpu", "replicas": replicas}]},
         }
-    return yaml.safe_dump(document, sort_keys=False)
+    return yaml_text.dump(document, sort_keys=False)
 
 
 def _mig_parted_config(configs: Mapping[str, tuple[MigDeviceGroup, ...]]) -> str:
@@ -470,7 +470,7 @@ def _mig_parted_config(configs: Mapping[str, tuple[MigDeviceGroup, ...]]) -> str
         "version": "v1",
         "mig-configs": {name: [group(g) for g in configs[name]] for name in sorted(configs)},
     }
-    return yaml.safe_dump(document, sort_keys=False)
+    return yaml_text.dump(document, sort_keys=False)
 
 
 def gpu_operator_values(

@@ -31,7 +31,6 @@ if __name__ == "__main__":
 from config.errors import ConfigError
 from config.stack import parse_stack_config
 from synth import cost as costing
-from synth import plan as planning
 from synth import snapshot
 from synth.runner import (
     PROJECT,
@@ -97,6 +96,9 @@ def plan_main(argv: list[str], root: Path = ROOT) -> int:
     replacement that collides with the old resource, an update the API refuses, a Kubernetes version EKS
     cannot move to, a region move), 2 on bad arguments, an unreadable previous state or a refused
     configuration (of either state, printed as `pulumi preview` prints it)."""
+    # Here, not at the top: a plain synth does not need the planner (a fiftieth of a second to import).
+    from synth import plan as planning
+
     parser = argparse.ArgumentParser(
         prog="python -m synth plan",
         description="What `pulumi up` would create, update, replace or delete: the stack as the working tree "

@@ -17,8 +17,8 @@ from typing import Literal
 import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
-import yaml
 
+from components import yaml_text
 from components.cluster import SYSTEM_NODE_SELECTOR, Cluster
 from components.custom_resources import api_version_aliases
 from components.gpu_operator import POD_SECURITY_LABELS
@@ -182,7 +182,7 @@ class Observability(pulumi.ComponentResource):
                 name,
                 name=RULE_NAMESPACE,
                 workspace_id=workspace.id,
-                data=yaml.safe_dump({"groups": groups}, sort_keys=False),
+                data=yaml_text.dump({"groups": groups}, sort_keys=False),
                 tags=tags,
                 opts=pulumi.ResourceOptions(parent=self),
             )

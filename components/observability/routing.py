@@ -21,8 +21,7 @@ with `amtool check-config` and its routing with `amtool config routes test`.
 import textwrap
 from typing import Any, Final
 
-import yaml
-
+from components import yaml_text
 from components.observability.alerts import AGENT_DOWN, WATCHDOG
 from config.observability import AlertingSettings, ReceiverKind
 
@@ -187,7 +186,7 @@ def amp_alertmanager_config(
 
 def amp_definition(config: dict[str, Any]) -> str:
     """The alert manager definition AMP takes: the configuration as a block under `alertmanager_config`."""
-    body = yaml.safe_dump(config, sort_keys=False, width=1000)
+    body = yaml_text.dump(config, sort_keys=False, width=1000)
     return "alertmanager_config: |\n" + textwrap.indent(body, "  ")
 
 
