@@ -15,6 +15,7 @@ from config.types import (
     PublicCidr,
     SecurityGroupId,
     WholeNumber,
+    repeated,
 )
 from facts.eks import ADDON_VERSION, LOG_RETENTION_DAYS, UpgradeSupportType, kube_proxy_minor
 
@@ -101,9 +102,8 @@ class EndpointConfig(ConfigModel):
             ("privateAccessCidrs", self.private_access_cidrs),
             ("privateAccessSecurityGroupIds", self.private_access_security_group_ids),
         ):
-            repeated = sorted({v for v in values if values.count(v) > 1})
-            if repeated:
-                raise ValueError(f"{key} lists {', '.join(repeated)} more than once")
+            if twice := repeated(values):
+                raise ValueError(f"{key} lists {', '.join(twice)} more than once")
         return self
 
 
@@ -252,8 +252,7 @@ class ClusterConfig(ConfigModel):
     @field_validator("admin_role_arns")
     @classmethod
     def _unique_admins(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        duplicates = sorted({arn for arn in value if value.count(arn) > 1})
-        if duplicates:
+        if duplicates := repeated(value):
             raise ValueError(f"lists {', '.join(duplicates)} more than once")
         return value
 

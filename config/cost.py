@@ -13,7 +13,7 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, Field
 
 from config.base import ConfigModel
-from config.types import described
+from config.types import described, repeated
 
 
 def _usd(value: Any) -> Any:
@@ -93,10 +93,7 @@ class CostConfig(ConfigModel):
             )
             value = list(self.budget_notification_emails) or self.budget_notification_topic_arn
             found.append(((key,), "is set without monthlyBudgetUsd, so no budget would notify it", value))
-        duplicates = sorted(
-            {e for e in self.budget_notification_emails if self.budget_notification_emails.count(e) > 1}
-        )
-        if duplicates:
+        if duplicates := repeated(self.budget_notification_emails):
             found.append(
                 (("budgetNotificationEmails",), f"lists {', '.join(duplicates)} more than once", duplicates)
             )

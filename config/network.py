@@ -6,7 +6,7 @@ from typing import Literal, Self
 from pydantic import Field, field_validator, model_validator
 
 from config.base import ConfigModel
-from config.types import Flag, VpcCidr, WholeNumber
+from config.types import Flag, VpcCidr, WholeNumber, repeated
 from facts.vpc_endpoints import InterfaceService
 
 
@@ -57,9 +57,8 @@ class VpcEndpointsConfig(ConfigModel):
     @field_validator("interface")
     @classmethod
     def _unique(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        repeated = sorted({s for s in value if value.count(s) > 1})
-        if repeated:
-            raise ValueError(f"lists {', '.join(repeated)} more than once; one endpoint per service")
+        if twice := repeated(value):
+            raise ValueError(f"lists {', '.join(twice)} more than once; one endpoint per service")
         return value
 
 

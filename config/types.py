@@ -7,8 +7,8 @@ which the loader turns into a message naming the config key.
 import difflib
 import ipaddress
 import re
-from collections.abc import Callable, Iterable
-from typing import Annotated, Any
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from typing import Annotated, Any, TypeVar
 
 from pydantic import AfterValidator, BeforeValidator, Field, Strict
 
@@ -16,6 +16,13 @@ from facts.cron import check_schedule
 from facts.partitions import PARTITIONS
 from facts.quantity import QUANTITY_PATTERN, parse_quantity
 from facts.regions import region_partition, regions
+
+_Item = TypeVar("_Item", bound=Hashable)
+
+
+def repeated(values: Sequence[_Item]) -> list[_Item]:
+    """The items `values` holds more than once, sorted by their text (for a message naming them)."""
+    return sorted({v for v in values if values.count(v) > 1}, key=str)
 
 
 def _matching(pattern: str, description: str) -> Callable[[str], str]:
