@@ -26,12 +26,15 @@ def headings(page: str, level: int = 2) -> list[str]:
 
 
 def with_toc(page: str) -> str:
-    """`page` with its table of contents (after the title) regenerated; pages with fewer than three sections
-    need none and keep none."""
-    sections = headings(page)
-    if len(sections) < 3:
+    """`page` with its table of contents (sections, and their subsections indented) after the title
+    regenerated; a page with fewer than three headings needs none and keeps none."""
+    text = re.sub(r"(?ms)^```.*?^```", "", page)
+    entries = re.findall(r"(?m)^(##|###) (.+)$", text)
+    if len(entries) < 3:
         return page
-    toc = "\n".join(f"- [{h.replace('`', '')}](#{anchor(h)})" for h in sections)
+    toc = "\n".join(
+        f"{'  ' if level == '###' else ''}- [{h.replace('`', '')}](#{anchor(h)})" for level, h in entries
+    )
     if BEGIN not in page:
         title, _, rest = page.partition("\n")
         page = f"{title}\n\n{BEGIN}{END}\n{rest}"
