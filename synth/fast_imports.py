@@ -273,9 +273,9 @@ def _walrus_target(node: ast.NamedExpr) -> str:
     return node.target.id
 
 
-def postpone_annotations(tree: ast.Module, source: bytes | None = None) -> int:
+def postpone_annotations(tree: ast.Module, source: bytes | None = None) -> None:
     """Turn each annotation that `typing.get_type_hints` would resolve to the same object into its source
-    text, as PEP 563 compiles it; returns how many. See the module's docstring for what stays evaluated.
+    text, as PEP 563 compiles it. See the module's docstring for what stays evaluated.
     `source` (the module's text) only saves looking for `global` statements and `:=` where it has none."""
     rebound = (
         {name for node in ast.walk(tree) if isinstance(node, ast.Global) for name in node.names}
@@ -295,12 +295,10 @@ def postpone_annotations(tree: ast.Module, source: bytes | None = None) -> int:
         for alias in node.names
         if alias.name in ("NotRequired", "Required")
     )
-    count = 0
     for index, statement in enumerate(tree.body):
         # Names bound by this statement or any later one may differ between definition and resolution.
         unstable = bound_from[index] | rebound | _RESOLVER_LOCALS
-        count += _postpone_in(statement, _Scope(unstable, walrus, qualifiers - unstable))
-    return count
+        _postpone_in(statement, _Scope(unstable, walrus, qualifiers - unstable))
 
 
 @dataclass(frozen=True)
@@ -332,9 +330,8 @@ def _kind(node: ast.ClassDef) -> str:
     return "other"
 
 
-def _postpone_in(statement: ast.stmt, scope: _Scope) -> int:
+def _postpone_in(statement: ast.stmt, scope: _Scope) -> None:
     """Postpone the annotations evaluated by `statement` in the module (or a class body) it runs in."""
-    count = 0
     unstable = scope.unstable
     if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
         arguments = statement.args
@@ -346,10 +343,8 @@ def _postpone_in(statement: ast.stmt, scope: _Scope) -> int:
         ]:
             if argument.annotation is not None and _postponable(argument.annotation, unstable):
                 argument.annotation = _as_text(argument.annotation)
-                count += 1
         if statement.returns is not None and _postponable(statement.returns, unstable):
             statement.returns = _as_text(statement.returns)
-            count += 1
     elif isinstance(statement, ast.ClassDef):
         body = replace(
             scope,
@@ -358,18 +353,17 @@ def _postpone_in(statement: ast.stmt, scope: _Scope) -> int:
         )
         for inner in statement.body:
             # A nested class's body sees the module's names, not this class's.
-            count += _postpone_in(inner, scope if isinstance(inner, ast.ClassDef) else body)
+            _postpone_in(inner, scope if isinstance(inner, ast.ClassDef) else body)
     elif isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
-        count += _postpone_field(statement, scope)
+        _postpone_field(statement, scope)
     elif isinstance(statement, ast.If | ast.Try | ast.With | ast.For | ast.While):
         for field in ("body", "orelse", "finalbody", "handlers"):
             for inner in getattr(statement, field, []):
                 for stmt in inner.body if isinstance(inner, ast.ExceptHandler) else [inner]:
-                    count += _postpone_in(stmt, scope)
-    return count
+                    _postpone_in(stmt, scope)
 
 
-def _postpone_field(statement: ast.AnnAssign, scope: _Scope) -> int:
+def _postpone_field(statement: ast.AnnAssign, scope: _Scope) -> None:
     """A class's (or the module's) annotated name: into `__annotations__`, which only a plain class leaves
     for later. A TypedDict reads whether a key is required from the outermost `NotRequired[...]` or
     `Required[...]` as it is made: that stays evaluated, what it wraps is postponed, and an annotation
@@ -377,9 +371,9 @@ def _postpone_field(statement: ast.AnnAssign, scope: _Scope) -> int:
     annotation = statement.annotation
     if scope.kind == "plain" and _postponable(annotation, scope.unstable):
         statement.annotation = _as_text(annotation)
-        return 1
+        return
     if scope.kind != "typed dict":
-        return 0
+        return
     if (
         isinstance(annotation, ast.Subscript)
         and isinstance(annotation.value, ast.Name)
@@ -388,7 +382,7 @@ def _postpone_field(statement: ast.AnnAssign, scope: _Scope) -> int:
         and _postponable(annotation.slice, scope.unstable)
     ):
         annotation.slice = _as_text(annotation.slice)
-        return 1
+        return
     root = annotation.value if isinstance(annotation, ast.Subscript) else annotation
     if (
         isinstance(root, ast.Attribute)
@@ -396,8 +390,6 @@ def _postpone_field(statement: ast.AnnAssign, scope: _Scope) -> int:
         and _postponable(annotation, scope.unstable)
     ):
         statement.annotation = _as_text(annotation)
-        return 1
-    return 0
 
 
 def _unqualified(annotation: ast.expr) -> bool:

@@ -26,6 +26,7 @@ from pulumi.runtime.mocks import MockMonitor
 from pulumi.runtime.proto import source_pb2
 from pulumi.runtime.stack import run_pulumi_func
 
+from components import yaml_text
 from config.errors import nearest
 from config.operation import OFFLINE_OPERATION, Operation
 from config.production import ROOT
@@ -38,7 +39,6 @@ __all__ = [
     "PROJECT",
     "ROOT",
     "SECRET",
-    "YAML_LOADER",
     "InlineLoop",
     "ProgramRun",
     "RecordingMonitor",
@@ -258,14 +258,11 @@ def _shown(path: Path, root: Path) -> str:
     return path.name if path.parent.resolve() == root.resolve() else str(path)
 
 
-YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-"""libyaml's safe loader where PyYAML has it: the pure-Python one takes 20 ms for a stack file (every run)."""
-
-
 def _load_yaml(path: Path, shown: str | None = None) -> Any:
     text = path.read_text()
     try:
-        return yaml.load(text, Loader=YAML_LOADER)
+        # libyaml first: the pure-Python parser takes 20 ms for a stack file (every run).
+        return yaml_text.load(text)
     except yaml.YAMLError:
         pass  # told below in the pure-Python parser's words, which name the line, column and construct
     try:

@@ -13,7 +13,8 @@ from typing import Any
 
 import yaml
 
-from synth.runner import YAML_LOADER, ProgramRun, Registration
+from components import yaml_text
+from synth.runner import ProgramRun, Registration
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 # Inputs that hold a policy document (JSON text) on these resource types.
@@ -33,7 +34,7 @@ def short(urn: str) -> str:
     return f"{qualified_type.split('$')[-1]}::{name}"
 
 
-class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+class _Dumper(yaml_text.SAFE_DUMPER):  # type: ignore[misc,valid-type]
     """Block-style YAML with multi-line strings as literal blocks, so diffs are line by line."""
 
 
@@ -65,7 +66,7 @@ def to_yaml(value: Any) -> str:
 def from_yaml(text: str) -> Any:
     """YAML read by libyaml's safe loader where PyYAML has it: snapshots run to 5,000 lines, vendored charts
     to more."""
-    return yaml.load(text, Loader=YAML_LOADER)
+    return yaml_text.load(text)
 
 
 def _resource_entry(resource: Registration) -> dict[str, Any]:

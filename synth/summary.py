@@ -30,6 +30,8 @@ from typing import Any
 
 import yaml
 
+from components import yaml_text
+
 LISTED = 3
 """Up to this many entries added (removed, changed alike) in one map or list are shown one by one."""
 CONDENSED = 8
@@ -439,7 +441,7 @@ def _flow(value: Any, depth: int | None) -> str:
 def _looks_like_other(text: str) -> bool:
     """A string YAML would read as something else (a number, a boolean, null) is quoted."""
     try:
-        return not isinstance(yaml.safe_load(text), str)
+        return not isinstance(yaml_text.load(text), str)
     except yaml.YAMLError:
         return False
 
@@ -466,7 +468,7 @@ def _structured(text: str) -> Any:
         if stripped[:1] in ("{", "["):
             value = json.loads(stripped)
         elif "\n" in stripped:
-            value = yaml.safe_load(stripped)
+            value = yaml_text.load(stripped)
         else:
             return None
     except (ValueError, yaml.YAMLError):

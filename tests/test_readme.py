@@ -8,10 +8,11 @@ from pydantic import BaseModel
 
 from config.stack import StackConfig
 from scripts.config_reference import REFERENCE, field_doc, models, models_in, render
-from scripts.docs_toc import DOCS, anchor, headings, with_toc
+from scripts.docs_toc import DOCS, anchor, headings, with_toc, without_code
 from synth.stack_files import stacks
 
 ROOT = Path(__file__).resolve().parent.parent
+PAGES = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
 
 
 def test_config_reference_is_generated_from_the_models() -> None:
@@ -48,15 +49,13 @@ def test_every_requirement_is_pinned_to_one_version() -> None:
 
 
 def _anchors(path: Path) -> set[str]:
-    page = path.read_text()
-    return {anchor(h) for level in range(1, 7) for h in headings(page, level)}
+    return {anchor(text) for _, text in headings(path.read_text())}
 
 
 def test_every_link_in_the_readme_and_docs_resolves() -> None:
-    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
     broken = []
-    for page in pages:
-        text = re.sub(r"(?ms)^```.*?^```", "", page.read_text())
+    for page in PAGES:
+        text = without_code(page.read_text())
         for target in re.findall(r"\]\(([^)\s]+)\)", text):
             if re.match(r"[a-z]+:", target):
                 continue  # an external address
@@ -84,7 +83,6 @@ def test_the_what_it_costs_table_is_generated_from_synth_cost() -> None:
 
 # --- what the pages name exists -------------------------------------------------------------------------
 
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 SECTION_NAMES = "|".join(
     f.alias or n for n, f in StackConfig.model_fields.items() if n not in ("region", "profile")
 )
@@ -114,11 +112,7 @@ def _model_key(model: type[BaseModel], path: str) -> bool:
 def test_every_config_key_the_pages_name_exists() -> None:
     unknown = []
     for page in PAGES:
-        text = (
-            re.sub(r"(?ms)^```.*?^```", "", page.read_text())
-            if page.name == "configuration.md"
-            else page.read_text()
-        )
+        text = without_code(page.read_text()) if page.name == "configuration.md" else page.read_text()
         for match in CONFIG_KEY.finditer(text):
             key = (match["a"] or match["b"]).rstrip(".")
             while key.count("]") > key.count("["):  # the key as a link's text: `[gpu-eks:cluster](...)`

@@ -48,6 +48,8 @@ from celpy import celtypes
 from celpy.adapter import json_to_cel
 from celpy.evaluation import CELEvalError
 
+from components import yaml_text
+
 __all__ = [
     "CRD_DIR",
     "MONITORING_CRD_DIR",
@@ -114,15 +116,12 @@ class Violation:
         return f"{self.path}: {self.message}"
 
 
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-"""libyaml when available: the CRDs are large, and the pure-Python loader takes most of a second."""
-
-
 @functools.cache
 def _crds(directories: tuple[Path, ...] = (CRD_DIR, MONITORING_CRD_DIR)) -> dict[tuple[str, str], _Version]:
     served_versions: dict[tuple[str, str], _Version] = {}
     for file in sorted(f for directory in directories for f in directory.glob("*.yaml")):
-        for doc in yaml.load_all(file.read_text(), Loader=_YAML_LOADER):
+        # libyaml: the CRDs are large, and the pure-Python loader takes most of a second.
+        for doc in yaml.load_all(file.read_text(), Loader=yaml_text.SAFE_LOADER):
             if not doc or doc.get("kind") != "CustomResourceDefinition":
                 continue
             group, kind = doc["spec"]["group"], doc["spec"]["names"]["kind"]

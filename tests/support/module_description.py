@@ -196,14 +196,11 @@ def fast_run_of_every_stack(thorough: bool = False) -> dict[str, dict[str, Any]]
 
 
 def main(argv: list[str]) -> int:
-    """`--run-stacks`: `fast_run_of_every_stack`, as JSON. `--compare`: that, then the same modules described
-    in a process on Python's own imports; prints what differs (exit 1 if anything). Otherwise: describe the
-    modules named, as JSON. `--thorough` with any of them: signatures and hints too."""
+    """`--compare`: `fast_run_of_every_stack`, then the same modules described in a process on Python's own
+    imports; prints what differs (exit 1 if anything). Otherwise: describe the modules named, as JSON.
+    `--thorough` with either: signatures and hints too."""
     thorough = "--thorough" in argv
     argv = [a for a in argv if a != "--thorough"]
-    if argv[:1] == ["--run-stacks"]:
-        json.dump(fast_run_of_every_stack(thorough), sys.stdout, sort_keys=True)
-        return 0
     if argv[:1] != ["--compare"]:
         json.dump(import_and_describe(argv, thorough), sys.stdout, sort_keys=True)
         return 0
