@@ -33,15 +33,16 @@ zones = (
         filters=[aws.GetAvailabilityZonesFilterArgs(name="opt-in-status", values=["opt-in-not-required"])],
     ).names
 )
+spanned = vpc_zones(zones, config.network.availability_zones)
 # A pool pinned to a zone the new VPC will not span is refused like any config mistake, before any resource.
-misplaced = zone_problems(config, vpc_zones(zones, config.network.availability_zones))
+misplaced = zone_problems(config, spanned)
 if misplaced:
     raise ConfigError(misplaced)
 network = Network(
     "network",
     config=config.network,
     cluster_name=config.cluster.name,
-    availability_zones=sorted(zones),
+    availability_zones=spanned,
     tags=tags,
 )
 cluster = Cluster(

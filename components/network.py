@@ -85,6 +85,7 @@ class Network(pulumi.ComponentResource):
         tags: dict[str, str],
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
+        """`availability_zones`: the zones a VPC the stack creates spans (`vpc_zones` of the region's)."""
         super().__init__("gpu-eks:network:Network", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         if config.existing is not None:
@@ -110,7 +111,7 @@ class Network(pulumi.ComponentResource):
                 name=name,
                 config=config,
                 cluster_name=cluster_name,
-                availability_zones=availability_zones,
+                zones=availability_zones,
                 tags=tags,
                 child=child,
             )
@@ -128,11 +129,10 @@ class Network(pulumi.ComponentResource):
         name: str,
         config: NetworkConfig,
         cluster_name: str,
-        availability_zones: list[str],
+        zones: list[str],
         tags: dict[str, str],
         child: pulumi.ResourceOptions,
     ) -> None:
-        zones = vpc_zones(availability_zones, config.availability_zones)
         vpc = aws.ec2.Vpc(
             name,
             cidr_block=config.cidr,

@@ -307,16 +307,16 @@ class NodePools(pulumi.ComponentResource):
         self.node_classes = {}
         self.node_pools = {}
         self.placement_groups = {}
-        by_name = {pool.name: pool for pool in pools}
         for item in pool_objects(pools, cluster_name=cluster_name, tags=tags, gpu_operator=gpu_operator):
             pool_name = item.node_pool.metadata.name
             placement: list[pulumi.Resource] = []
-            if by_name[pool_name].placement_group:
-                # Before the class that selects it; on `pulumi destroy` deleted after it, once Karpenter has
-                # terminated the pool's instances.
+            selector = item.node_class.spec.placement_group_selector
+            if selector is not None:
+                # The group the class selects, created before it; on `pulumi destroy` deleted after it, once
+                # Karpenter has terminated the pool's instances.
                 self.placement_groups[pool_name] = aws.ec2.PlacementGroup(
                     f"{name}-placement-{pool_name}",
-                    name=placement_group_name(cluster_name, pool_name),
+                    name=selector.name,
                     strategy="cluster",
                     tags=tags,
                     opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),

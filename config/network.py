@@ -52,7 +52,7 @@ class VpcEndpointsConfig(ConfigModel):
     """Interface endpoints, each with an ENI in every private subnet, private DNS on, and a security group
     admitting HTTPS from the VPC: nodes, controllers and an in-VPC runner then reach these APIs when the NAT
     gateways cannot. Each costs per AZ-hour and per GB (docs/private-production.md, "VPC endpoints and what
-    they cost"). Accepted: ec2, ecr.api, ecr.dkr, eks, eks-auth, sqs, ssm, sts, aps-workspaces."""
+    they cost")."""
 
     @field_validator("interface")
     @classmethod

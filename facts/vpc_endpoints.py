@@ -15,7 +15,7 @@ InterfaceService = Literal[
 ]
 """The interface endpoints a stack may declare (`gpu-eks:network.endpoints.interface`)."""
 
-INTERFACE_SERVICES: Final[dict[str, str]] = {
+INTERFACE_SERVICES: Final[dict[InterfaceService, str]] = {
     "ec2": "Karpenter (launch, terminate, describe), the VPC CNI (ENIs and pod IPs), the EBS CSI driver",
     "ecr.api": "image pulls from ECR: the registry API (authorization tokens)",
     "ecr.dkr": "image pulls from ECR: manifests (the layers come from S3, through the S3 gateway endpoint)",

@@ -253,7 +253,9 @@ def test_a_leader_that_dies_mid_deletion_is_replaced_without_a_double_action() -
     ((deleter, claim),) = [(r.actor, r.path.rsplit("/", 1)[1]) for r in world.cluster.deletions()]
     assert claim == "gpu-001"
     assert deleter != first
-    history = guard.parse_deletions(world.cluster.leases[world.config.leader_lease.path])
+    history = guard.parse_deletions(
+        guard.annotations_of(world.cluster.leases[world.config.leader_lease.path])
+    )
     assert len(history["gpu"]) == 2
     assert world.leader() != first  # the restarted one stays standby
     only_the_holder_wrote(world)

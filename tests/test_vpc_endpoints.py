@@ -12,7 +12,9 @@ from config.errors import ConfigError
 from facts.pricing import HOURS_PER_MONTH
 from facts.vpc_endpoints import (
     INTERFACE_ENDPOINT_USD_PER_AZ_HOUR,
+    INTERFACE_ENDPOINT_USD_PER_GB,
     INTERFACE_SERVICES,
+    NAT_GATEWAY_USD_PER_GB,
     interface_endpoints_usd_per_hour,
 )
 from synth.mocks import AwsMocks
@@ -241,3 +243,6 @@ def test_the_private_production_page_states_prods_endpoint_cost(prod: ProgramRun
     assert f"{len(endpoints(prod, 'Interface'))} endpoints in 3 AZs" in section
     assert f"**${per_hour:.2f} an hour, ${per_hour * HOURS_PER_MONTH:,.2f} a\nmonth**" in section
     assert INTERFACE_ENDPOINT_USD_PER_AZ_HOUR == 0.01  # the price the page quotes
+    # And the per-GB prices it quotes, of the endpoints and of the NAT gateways they spare.
+    assert f"plus ${INTERFACE_ENDPOINT_USD_PER_GB:.2f} per GB they process" in page
+    assert f"which charge ${NAT_GATEWAY_USD_PER_GB:.3f} per GB processed" in page

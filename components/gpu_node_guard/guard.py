@@ -289,6 +289,12 @@ def project_nodeclaim(claim: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def annotations_of(obj: Mapping[str, Any] | None) -> Mapping[str, str]:
+    """An object's annotations (none for no object, such as a Lease not created yet)."""
+    annotations: Mapping[str, str] = ((obj or {}).get("metadata") or {}).get("annotations") or {}
+    return annotations
+
+
 @dataclass(frozen=True)
 class MigProgress:
     """What the guard last saw of a MIG node's manager (`gpu-eks.io/mig-progress` on the Node)."""
@@ -303,7 +309,7 @@ class MigProgress:
 
     @classmethod
     def parse(cls, node: Mapping[str, Any]) -> "MigProgress | None":
-        text = ((node.get("metadata") or {}).get("annotations") or {}).get(MIG_PROGRESS_ANNOTATION)
+        text = annotations_of(node).get(MIG_PROGRESS_ANNOTATION)
         try:
             document = json.loads(text) if text else None
             if not isinstance(document, dict):
@@ -314,9 +320,9 @@ class MigProgress:
             return None  # Written by hand or damaged: start over.
 
 
-def parse_deletions(lease: Mapping[str, Any] | None) -> dict[str, tuple[datetime.datetime, ...]]:
-    """The breaker's deletion history (pool -> times) from the leader Lease's annotation."""
-    text = (((lease or {}).get("metadata") or {}).get("annotations") or {}).get(DELETIONS_ANNOTATION)
+def parse_deletions(annotations: Mapping[str, str]) -> dict[str, tuple[datetime.datetime, ...]]:
+    """The breaker's deletion history (pool -> times) from the leader Lease's annotations."""
+    text = annotations.get(DELETIONS_ANNOTATION)
     try:
         document = json.loads(text) if text else {}
         return {
@@ -328,11 +334,15 @@ def parse_deletions(lease: Mapping[str, Any] | None) -> dict[str, tuple[datetime
         return {}
 
 
+def last_hour(times: Iterable[datetime.datetime], now: datetime.datetime) -> list[datetime.datetime]:
+    """The times of the hour before `now`: what the breaker counts."""
+    return [t for t in times if (now - t).total_seconds() < HOUR]
+
+
 def deletions_annotation(history: Mapping[str, Iterable[datetime.datetime]], now: datetime.datetime) -> str:
     """The history as stored: the last hour only, sorted."""
     kept = {
-        pool: sorted(format_time(t) for t in times if (now - t).total_seconds() < HOUR)
-        for pool, times in sorted(history.items())
+        pool: sorted(format_time(t) for t in last_hour(times, now)) for pool, times in sorted(history.items())
     }
     return json.dumps({pool: times for pool, times in kept.items() if times}, sort_keys=True)
 
@@ -393,6 +403,8 @@ class Deletion:
     resource_version: str
     pool: str
     event: Event
+    stuck: str
+    """How the NodeClaim is stuck (its age, reason and the Node's evidence): what the events about it say."""
 
 
 @dataclass(frozen=True)
@@ -652,16 +664,16 @@ def _watchdog(
             continue
         why = initialized.get("reason") or "NotInitialized"
         age = (now - parse_time(launched["lastTransitionTime"])).total_seconds()
+        stuck = f"launched {_minutes(age)} ago and still not initialized ({why}: {'; '.join(evidence)})"
         message = (
-            f"launched {_minutes(age)} ago and still not initialized ({why}: {'; '.join(evidence)}); "
-            f"deleting it after the pool's initialization timeout of {_minutes(timeout)} (counted since "
-            f"{clock}) so Karpenter launches a replacement"
+            f"{stuck}; deleting it after the pool's initialization timeout of {_minutes(timeout)} (counted "
+            f"since {clock}) so Karpenter launches a replacement"
         )
         event = Event(
             "NodeClaim", "karpenter.sh/v1", claim_name, uid, "Warning", "InitializationTimeout", message
         )
         pool.due.append(
-            (deadline, Deletion(claim_name, uid, metadata.get("resourceVersion", ""), name, event))
+            (deadline, Deletion(claim_name, uid, metadata.get("resourceVersion", ""), name, event, stuck))
         )
     return pools, events
 
@@ -676,7 +688,7 @@ def _breaker(
     """A pool's due NodeClaims split into those to delete and those the circuit breaker holds, with the
     events of the held ones and of the pool."""
     due = [d for _, d in sorted(pool.due, key=lambda item: (item[0], item[1].nodeclaim))]
-    recent = [t for t in history if (now - t).total_seconds() < HOUR]
+    recent = last_hour(history, now)
     allowed_unhealthy = math.ceil(pool.members * config.unhealthy_percent / 100)
     if pool.uninitialized > allowed_unhealthy:
         budget = 0
@@ -698,7 +710,7 @@ def _breaker(
         replace(
             d.event,
             reason="DeletionHeld",
-            message=f"{d.event.message.split('; deleting it')[0]}; NOT deleted: the GPU node guard's circuit "
+            message=f"{d.stuck}; NOT deleted: the GPU node guard's circuit "
             f"breaker for pool {name} is open ({cause}). Left for a person: find the cause on the node, then "
             f"delete the NodeClaim (kubectl delete nodeclaim {d.nodeclaim})",
         )
@@ -836,8 +848,7 @@ class Metrics:
 
     def standby(self) -> None:
         """A replica that does not lead reports no state of the pools (the leader does)."""
-        self.uninitialized, self.mig_failed, self.held, self.breaker_open = {}, {}, {}, {}
-        self.karpenter_unavailable = 0
+        self.observe(Decisions())
         self.leader = 0
 
     def render(self, pools: Iterable[str]) -> str:
@@ -1231,7 +1242,7 @@ class Guard:
         karpenter = self.api.get_lease(self.config.karpenter_lease)
         nodes = self.api.list(NODES, self.config.selector(), project_node)
         claims = self.api.list(NODECLAIMS, self.config.selector(), project_nodeclaim)
-        history = parse_deletions(self.elector.record)
+        history = parse_deletions(annotations_of(self.elector.record))
         decisions = decide(
             nodes,
             claims,
@@ -1278,8 +1289,8 @@ class Guard:
         holder can, and a crash after it errs on the side of fewer deletions."""
 
         def add(annotations: dict[str, str]) -> dict[str, str]:
-            history = parse_deletions({"metadata": {"annotations": annotations}})
-            recent = [t for t in history.get(deletion.pool, ()) if (now - t).total_seconds() < HOUR]
+            history = parse_deletions(annotations)
+            recent = last_hour(history.get(deletion.pool, ()), now)
             if len(recent) >= self.config.max_deletions_per_hour:
                 raise BudgetSpent(f"{len(recent)} deletions in pool {deletion.pool} in the last hour")
             history[deletion.pool] = (*recent, now)
