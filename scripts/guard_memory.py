@@ -1,5 +1,5 @@
 """How much memory the GPU node guard needs: its real listing and decisions over fake GPU Nodes and Karpenter
-NodeClaims shaped like real ones, served as the API server serves them (JSON pages of 500).
+NodeClaims shaped like real ones, served as the API server serves them (pages of `PAGE_SIZE`).
 
     .venv/bin/python -m scripts.guard_memory [--nodes 1000] [--mig-share 0.5]
 
