@@ -522,7 +522,7 @@ def gpu_operator_values(
 
     operator_plugin = not pools or any(p.ami_family == "al2023" for p in pools)
     dcgm = config.dcgm_exporter
-    service_monitor = dcgm.enabled and (dcgm.service_monitor if dcgm.service_monitor is not None else scraped)
+    service_monitor = dcgm.monitored(scraped)
 
     mig_manager: dict[str, Any] = {"enabled": operator_plugin}
     if operator_plugin:

@@ -46,6 +46,11 @@ class DcgmExporterConfig(ConfigModel):
     installs the Prometheus Operator CRDs the ServiceMonitor needs). `false` opts out; `true` without a
     backend is refused (the operator cannot create a ServiceMonitor without those CRDs)."""
 
+    def monitored(self, scraped: bool) -> bool:
+        """Whether the exporter's ServiceMonitor exists, where an observability backend scrapes the cluster
+        (`scraped`) or not: what makes its series reach Prometheus."""
+        return self.enabled and (self.service_monitor if self.service_monitor is not None else scraped)
+
     @model_validator(mode="after")
     def _monitor_needs_exporter(self) -> Self:
         if self.service_monitor and not self.enabled:

@@ -275,6 +275,15 @@ def duration_seconds(value: str) -> int:
     return sum(int(n) * _UNIT_NS[unit] for n, unit in _DURATION_PART.findall(value)) // 10**9
 
 
+def go_duration(seconds: int) -> str:
+    """`duration_seconds` the other way: `86400` -> `24h`, `87000` -> `24h10m`, as Karpenter and Prometheus
+    spell durations."""
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    text = "".join(f"{n}{u}" for n, u in ((hours, "h"), (minutes, "m"), (secs, "s")) if n)
+    return text or "0s"
+
+
 def _nonzero(value: str) -> str:
     if all(int(n) == 0 for n, _ in _DURATION_PART.findall(value)):
         raise ValueError("must be longer than zero: a budget active for no time never applies")

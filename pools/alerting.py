@@ -4,17 +4,18 @@ its nodes may take to initialize, which pods it can take, and whether its GPUs r
 Every threshold comes from the same functions the rest of the program uses for the pool: the candidates and
 what each counts against the pool's limits (`pools.capacity`, as Karpenter counts them), the GPU resources
 the cap is written on (`pools.sharing.gpu_limits`), and the GPU node guard's initialization timeout
-(`GpuNodeGuardConfig.timeout_for`, as the guard's own settings take it).
+(`components.gpu_node_guard.manifests.pool_policy`, as the guard itself takes it).
 """
 
 from dataclasses import dataclass
 from decimal import Decimal
 
 from components.gpu_node_guard.guard import MIG_DEADLINE_CAP
+from components.gpu_node_guard.manifests import pool_policy
 from components.gpu_operator_values import NVIDIA_GPU
 from config.gpu_node_guard import GpuNodeGuardConfig
 from config.gpu_operator import GpuOperatorConfig
-from config.kubernetes import MIG_PENDING_TAINT, Taint
+from config.kubernetes import Taint
 from config.node_pools import NodePoolConfig
 from config.types import duration_seconds
 from pools.capacity import NodeCapacity, minimal_nodes, node_capacities, pool_limits
@@ -100,14 +101,11 @@ def pool_alerting(
         raise ValueError(f"pool {pool.name!r} is a CPU pool: only GPU pools have GPU alerts")
     limits = pool_limits(pool)
     capacities = node_capacities(pool, gpu_operator, overlays=overlays)
-    mig_gated = MIG_PENDING_TAINT in pool.effective_startup_taints
-    timeout = guard.timeout_for(pool.initialization_timeout, mig_gated)
-    if timeout == "Never":
+    timeout_seconds, mig_gated = pool_policy(pool, guard)
+    if timeout_seconds is None:
         # Nobody replaces such a node: a person should look once a pool of its kind would have replaced it.
         threshold = duration_seconds(GpuNodeGuardConfig().timeout_for(None, mig_gated))
-        timeout_seconds = None
     else:
-        timeout_seconds = duration_seconds(timeout)
         # A MIG node that keeps progressing may take up to the guard's cap of timeouts before it is replaced.
         latest = timeout_seconds * (MIG_DEADLINE_CAP if mig_gated else 1)
         threshold = latest + guard.sync_interval_seconds + NOT_INITIALIZED_GRACE_SECONDS
@@ -115,14 +113,10 @@ def pool_alerting(
     idle = IDLE_NODE_SECONDS
     if consolidate_after != "Never":
         idle = max(idle, duration_seconds(consolidate_after) + _CONSOLIDATION_MARGIN_SECONDS)
-    exporter = gpu_operator.dcgm_exporter
     return PoolAlerting(
         name=pool.name,
         mig=pool.mig is not None,
-        dcgm=scraped
-        and exporter.enabled
-        and exporter.service_monitor is not False
-        and pool.ami_family != "bottlerocket",
+        dcgm=gpu_operator.dcgm_exporter.monitored(scraped) and pool.ami_family != "bottlerocket",
         taints=tuple(t for t in pool.effective_taints if t.effect in BLOCKING_EFFECTS),
         limits=limits,
         smallest_nodes=minimal_nodes(capacities, limits) if limits else (),

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from config.errors import config_key
-from config.types import duration_seconds
+from config.types import duration_seconds, go_duration
 from facts.eks import control_plane_version_move
 from facts.pricing import price_table_source
 from facts.quantity import parse_quantity
@@ -723,15 +723,7 @@ def pool_caps(state: State) -> dict[str, PoolCap]:
     return caps
 
 
-def _duration(seconds: int) -> str:
-    """`86400` -> `24h`, `87000` -> `24h10m`: as Karpenter spells durations."""
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    text = "".join(f"{n}{u}" for n, u in ((hours, "h"), (minutes, "m"), (secs, "s")) if n)
-    return text or "0s"
-
-
-DEFAULT_DELETE_WAIT = _duration(K8S_DEFAULT_DELETE_TIMEOUT_SECONDS)
+DEFAULT_DELETE_WAIT = go_duration(K8S_DEFAULT_DELETE_TIMEOUT_SECONDS)
 
 
 # --- Findings: each a pure function of the change --------------------------------------------------------
@@ -908,7 +900,7 @@ def _node_pool_deletion(old: Resource) -> str:
     how long `pulumi up` waits for it (foreground deletion: the NodeClaims block their pool's delete)."""
     grace = _value(old.inputs, "spec.template.spec.terminationGracePeriod")
     timeout = old.delete_timeout or f"{K8S_DEFAULT_DELETE_TIMEOUT_SECONDS}s"
-    wait = _duration(duration_seconds(timeout))
+    wait = go_duration(duration_seconds(timeout))
     drain = (
         f"each drain waits up to the pool's terminationGracePeriod ({grace}) for pods to leave, then "
         "terminates the node anyway"

@@ -122,18 +122,21 @@ SETTINGS_ENV = "GPU_NODE_GUARD_SETTINGS"
 """Environment variable of the guard's container holding its settings as JSON (`guard_settings`)."""
 
 
+def pool_policy(pool: NodePoolConfig, config: GpuNodeGuardConfig) -> tuple[int | None, bool]:
+    """How the guard treats a GPU pool: its initialization timeout in seconds (None for `Never`) and whether
+    its nodes are MIG-gated."""
+    mig_gate = MIG_PENDING_TAINT in pool.effective_startup_taints
+    timeout = config.timeout_for(pool.initialization_timeout, mig_gate)
+    return (None if timeout == "Never" else duration_seconds(timeout)), mig_gate
+
+
 def pool_policies(pools: Sequence[NodePoolConfig], config: GpuNodeGuardConfig) -> dict[str, dict[str, Any]]:
-    """Per GPU pool: the initialization timeout in seconds (None for `Never`) and whether it is MIG-gated."""
+    """Per GPU pool, `pool_policy` as the program reads it."""
     policies: dict[str, dict[str, Any]] = {}
     for pool in pools:
-        if pool.kind != "gpu":
-            continue
-        mig_gate = MIG_PENDING_TAINT in pool.effective_startup_taints
-        timeout = config.timeout_for(pool.initialization_timeout, mig_gate)
-        policies[pool.name] = {
-            "initializationTimeoutSeconds": None if timeout == "Never" else duration_seconds(timeout),
-            "migGate": mig_gate,
-        }
+        if pool.kind == "gpu":
+            timeout, mig_gate = pool_policy(pool, config)
+            policies[pool.name] = {"initializationTimeoutSeconds": timeout, "migGate": mig_gate}
     return policies
 
 

@@ -42,6 +42,7 @@ from components.observability.queries import (
     pool_pods,
     with_label,
 )
+from config.types import go_duration
 from facts.xid import FATAL_XIDS
 from pools.alerting import PoolAlerting
 
@@ -95,16 +96,6 @@ _WAIT_REASONS = (
     "unavailable offering); karpenter_scheduler_unschedulable_pods_count counts the pods Karpenter found no "
     "place for"
 )
-
-
-def _seconds(value: int) -> str:
-    """A Prometheus duration for whole seconds (`1h`, `25m30s`)."""
-    parts: list[str] = []
-    for unit, size in (("h", 3600), ("m", 60), ("s", 1)):
-        if value >= size or (unit == "s" and not parts):
-            parts.append(f"{value // size}{unit}")
-            value %= size
-    return "".join(p for p in parts if not p.startswith("0") or len(parts) == 1)
 
 
 def _rule(
@@ -243,7 +234,7 @@ def dcgm_rules(targets: Targets) -> list[dict[str, Any]]:
         _rule(
             "GpuNodeWithoutDcgmExporter",
             f"max by (nodepool, node) ({_on_pools(allocatable, dcgm_pools)}) unless on (node) up{exporter}",
-            for_=_seconds(EXPORTER_MISSING_SECONDS),
+            for_=go_duration(EXPORTER_MISSING_SECONDS),
             severity="warning",
             summary="GPU node {{ $labels.node }} of pool {{ $labels.nodepool }} has no DCGM exporter",
             description=(
@@ -320,14 +311,14 @@ def pool_rules(pool: PoolAlerting, targets: Targets) -> list[dict[str, Any]]:
         _rule(
             "GpuPodsUnschedulable",
             waiting,
-            for_=_seconds(pool.not_initialized_seconds),
+            for_=go_duration(pool.not_initialized_seconds),
             severity="warning",
             summary=f"{{{{ $value }}}} GPU pods in {{{{ $labels.namespace }}}} have waited for pool {name} "
             f"longer than its nodes take to start",
             description=(
                 f"The pods could run on pool {name} and it is not at its limits, yet they have been "
-                f"unschedulable for {_seconds(pool.not_initialized_seconds)}, longer than a node of the pool "
-                "takes to launch and initialize. "
+                f"unschedulable for {go_duration(pool.not_initialized_seconds)}, longer than a node of the "
+                "pool takes to launch and initialize. "
                 + _WAIT_REASONS
                 + ". kubectl -n {{ $labels.namespace }} get pods --field-selector=status.phase=Pending."
             ),
@@ -343,14 +334,14 @@ def pool_rules(pool: PoolAlerting, targets: Targets) -> list[dict[str, Any]]:
             severity="warning",
             summary="GPU NodeClaim {{ $labels.name }} of pool "
             + name
-            + f" is not initialized after {_seconds(pool.not_initialized_seconds)}",
+            + f" is not initialized after {go_duration(pool.not_initialized_seconds)}",
             description=(
                 "Karpenter launched the instance but nvidia.com/gpu is not allocatable (or a startup taint "
                 "stays), so no GPU pod runs there and Karpenter will not consolidate it: it bills and does "
                 "nothing. "
                 + (
                     "The GPU node guard should have deleted it "
-                    f"{_seconds(pool.initialization_timeout_seconds)} "
+                    f"{go_duration(pool.initialization_timeout_seconds)} "
                     "after launch and did not: see GpuNodeGuardDown, and its events (kubectl get events -n "
                     "default --field-selector involvedObject.name={{ $labels.name }}). "
                     if pool.initialization_timeout_seconds is not None
@@ -369,10 +360,10 @@ def pool_rules(pool: PoolAlerting, targets: Targets) -> list[dict[str, Any]]:
             "GpuNodeIdle",
             f"max by (nodepool, node_name) ({gpus('karpenter_nodes_allocatable')} > 0) unless on (nodepool, "
             f"node_name) ({gpus('karpenter_nodes_total_pod_requests')} > 0)",
-            for_=_seconds(pool.idle_node_seconds),
+            for_=go_duration(pool.idle_node_seconds),
             severity="warning",
             summary="GPU node {{ $labels.node_name }} of pool " + name + " has had no GPU pod for "
-            f"{_seconds(pool.idle_node_seconds)}",
+            f"{go_duration(pool.idle_node_seconds)}",
             description=(
                 "No pod on this node requests a GPU, yet Karpenter has not removed it (its consolidation "
                 "would have by now): a pod that does not request a GPU keeps it (a WhenEmpty pool, or a pod "
@@ -396,7 +387,7 @@ def unmatched_pods_rule(targets: Targets) -> dict[str, Any]:
     return _rule(
         "GpuPodsMatchNoPool",
         f"count by (namespace) {pending}",
-        for_=_seconds(PENDING_UNMATCHED_SECONDS),
+        for_=go_duration(PENDING_UNMATCHED_SECONDS),
         severity="warning",
         summary="{{ $value }} GPU pods in {{ $labels.namespace }} fit no GPU pool",
         description=(

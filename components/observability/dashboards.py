@@ -458,10 +458,10 @@ def dashboards(targets: Targets, *, datasource_type: str) -> dict[str, dict[str,
     result = {
         "gpu-eks-overview": _dashboard("gpu-eks-overview", "GPU pools: overview", overview, datasource_type)
     }
-    for pool in targets.gpu_pools:
-        name = f"gpu-eks-pool-{pool}"
-        panels = pool_panels(pool, mig=pool in targets.mig_pools, dcgm=pool in targets.dcgm_pools)
-        result[name] = _dashboard(name, f"GPU pool: {pool}", panels, datasource_type)
+    for pool in targets.pools:
+        name = f"gpu-eks-pool-{pool.name}"
+        panels = pool_panels(pool.name, mig=pool.mig, dcgm=pool.dcgm)
+        result[name] = _dashboard(name, f"GPU pool: {pool.name}", panels, datasource_type)
     return result
 
 

@@ -78,12 +78,6 @@ class Targets:
         return tuple(p.name for p in self.pools)
 
     @property
-    def mig_pools(self) -> tuple[str, ...]:
-        """The GPU pools that partition their GPUs with MIG (`mig` set): DCGM reports no GPU utilisation for
-        MIG devices, so their dashboards read the graphics engine activity instead."""
-        return tuple(p.name for p in self.pools if p.mig)
-
-    @property
     def dcgm_pools(self) -> tuple[str, ...]:
         """The GPU pools whose nodes report DCGM metrics (not Bottlerocket)."""
         return tuple(p.name for p in self.pools if p.dcgm)

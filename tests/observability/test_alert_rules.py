@@ -9,6 +9,7 @@ gpu-training (p4d/p5 8-GPU, EFA, tainted for training; smallest node p4d.24xlarg
 all-1g.5gb, 56 devices). The unit tests compare labels only: the rules are tested without their annotations,
 and `promtool check rules` checks the annotation templates of the full rules."""
 
+import re
 import shutil
 import subprocess
 from decimal import Decimal
@@ -19,6 +20,7 @@ import pytest
 import yaml
 
 from components.observability.alerts import WATCHDOG
+from facts.xid import APPLICATION_XIDS, FATAL_XIDS
 from tests.observability.helpers import (
     CLUSTER,
     all_alert_rules,
@@ -822,6 +824,14 @@ def test_every_alert_fires_and_stays_quiet_as_it_should(tmp_path: Path) -> None:
     every = {rule["alert"] for rule in all_alert_rules()}
     assert fired == every, "an alert without a test that makes it fire"
     assert quiet == every - {WATCHDOG}, "an alert without a test that keeps it quiet"
+
+
+def test_the_application_xids_the_alert_names_are_not_fatal() -> None:
+    """GpuXidError's description gives examples of application XIDs: each is one, not a fatal code."""
+    assert not APPLICATION_XIDS & FATAL_XIDS.keys()
+    (rule,) = [r for r in all_alert_rules() if r["alert"] == "GpuXidError"]
+    for code in APPLICATION_XIDS:
+        assert re.search(rf"\b{code}\b", rule["annotations"]["description"]), code
 
 
 def test_every_alert_names_what_needs_action_and_its_runbook() -> None:
