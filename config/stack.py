@@ -50,8 +50,9 @@ from facts.partitions import Partition, partition_of_arn, partition_of_region
 from facts.placeholders import documentation_account
 from facts.pricing import HOURS_PER_MONTH, on_demand_prices
 from facts.system_pods import GPU_NODE_GUARD, GUARD_REPLICAS, NFD_WORKER, SYSTEM_DEPLOYMENTS, PodRequests
-from pools.cost import PoolCost, pool_cost, stack_cost
+from pools.cost import pool_cost, stack_cost
 from pools.sharing import gpu_limit_units, gpu_limits, pool_gpu_resource, sharing_capacity
+from pools.spend import worst_cases
 
 
 class StackConfig(ConfigModel):
@@ -589,10 +590,9 @@ def _cost_problems(config: StackConfig) -> list[ConfigProblem]:
 def _cost_cap_problems(config: StackConfig) -> list[ConfigProblem]:
     """The pools' worst case (`pools.cost`) must stay at or below `cost.maxWorstCaseUsdPerHour` (run once the
     pools themselves are valid: `CHECKED_AFTER`)."""
-    problems: list[ConfigProblem] = []
     cap = config.cost.max_worst_case_usd_per_hour
     if cap is None:
-        return problems
+        return []
     cost = stack_cost(config.node_pools, config.gpu_operator, overlays=config.karpenter.gpu_sharing_overlays)
     key = config_key(("cost", "maxWorstCaseUsdPerHour"))
     unknowable = [
@@ -609,25 +609,19 @@ def _cost_cap_problems(config: StackConfig) -> list[ConfigProblem]:
     ]
     if unknowable:
         return [
-            *problems,
             ConfigProblem(
                 key,
                 f"caps the node pools at ${cap}/h, but their worst case cannot be bounded: "
                 f"{'; '.join(unknowable)}; or remove the cap",
                 as_written(cap),
                 True,
-            ),
+            )
         ]
     # Where the search stopped before proving its optimum, the proven bound decides: a cap must hold.
-    worst = sum((p.spend.worst_case_bound or Decimal(0) for p in cost.pools), Decimal(0))
+    worst, shown = worst_cases(p.spend for p in cost.pools)
     if worst <= cap:
-        return problems
-    pools = sorted(cost.pools, key=lambda p: -(p.spend.worst_case_bound or 0))
-    shown = "; ".join(
-        f"{p.pool} up to ${p.spend.worst_case_bound:,.2f}/h ({_node_mix(p)})" for p in pools if p.worst_case
-    )
+        return []
     return [
-        *problems,
         ConfigProblem(
             key,
             f"caps the node pools at ${cap:,}/h, but at their limits they may run ${worst:,.2f}/h at once "
@@ -639,11 +633,6 @@ def _cost_cap_problems(config: StackConfig) -> list[ConfigProblem]:
             True,
         ),
     ]
-
-
-def _node_mix(pool: PoolCost) -> str:
-    worst = pool.worst_case
-    return ", ".join(f"{n} x {name}" for name, n in worst.nodes.items()) if worst else "no node"
 
 
 def _cluster_problems(config: StackConfig) -> list[ConfigProblem]:

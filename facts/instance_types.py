@@ -112,12 +112,10 @@ def _int(text: str) -> int:
 @functools.cache
 def gpu_instance_types() -> Mapping[str, GpuInstanceType]:
     """Every instance type of the table that carries NVIDIA GPUs, by name, in table order."""
-    lines = [line for line in INSTANCE_TYPES_TSV.read_text().splitlines() if not line.startswith("#")]
     table: dict[str, GpuInstanceType] = {}
-    for row in csv.DictReader(lines, delimiter="\t"):
+    for name, row in _accelerated_rows().items():
         if _int(row["nvidia.com/gpu"]) <= 0:
             continue
-        name = row["instance"]
         table[name] = GpuInstanceType(
             name=name,
             family=name.split(".", 1)[0],

@@ -23,10 +23,7 @@ from config.node_pools import NodePoolConfig
 from facts.quantity import parse_quantity
 from pools.sharing import gpu_limit_units
 
-__all__ = ["LIMITED_RESOURCES", "NodeCapacity", "minimal_nodes", "node_capacities", "pool_limits"]
-
-LIMITED_RESOURCES = ("cpu", "memory", "nvidia.com/gpu")
-"""The limits a pool may set (`limits.cpu`, `limits.memory`, `limits.nvidia.com/gpu`)."""
+__all__ = ["NodeCapacity", "minimal_nodes", "node_capacities", "pool_limits", "written_limits"]
 
 
 @dataclass(frozen=True)
@@ -37,8 +34,9 @@ class NodeCapacity:
     gpus: int
     """Physical GPUs (0 on a CPU pool)."""
     counts: Mapping[str, Decimal]
-    """Resource of `LIMITED_RESOURCES` -> what one node counts against that limit: vCPUs, memory in bytes,
-    and the units of `limits.nvidia.com/gpu` (GPUs, time-slices or MIG devices; 0 on a CPU pool)."""
+    """Resource a pool may limit (`cpu`, `memory`, `nvidia.com/gpu`) -> what one node counts against it:
+    vCPUs, memory in bytes, and the units of `limits.nvidia.com/gpu` (GPUs, time-slices or MIG devices; 0 on a
+    CPU pool)."""
 
 
 def node_capacities(
@@ -65,10 +63,15 @@ def node_capacities(
     )
 
 
+def written_limits(pool: NodePoolConfig) -> dict[str, str]:
+    """The limits the pool sets, resource -> quantity as the configuration writes it."""
+    written = {"cpu": pool.limits.cpu, "memory": pool.limits.memory, "nvidia.com/gpu": pool.limits.nvidia_gpu}
+    return {resource: value for resource, value in written.items() if value is not None}
+
+
 def pool_limits(pool: NodePoolConfig) -> dict[str, Decimal]:
     """The limits the pool sets, resource -> amount (in the units `NodeCapacity.counts` uses)."""
-    written = {"cpu": pool.limits.cpu, "memory": pool.limits.memory, "nvidia.com/gpu": pool.limits.nvidia_gpu}
-    return {resource: parse_quantity(value) for resource, value in written.items() if value is not None}
+    return {resource: parse_quantity(value) for resource, value in written_limits(pool).items()}
 
 
 def minimal_nodes(capacities: Iterable[NodeCapacity], resources: Iterable[str]) -> tuple[NodeCapacity, ...]:

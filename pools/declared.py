@@ -39,6 +39,8 @@ __all__ = ["DeclaredNode", "candidates", "declared_spend", "declared_spends", "r
 
 NODEPOOL_KIND = "NodePool"
 NODEOVERLAY_KIND = "NodeOverlay"
+KARPENTER_GROUP = "karpenter.sh"
+"""The API group of both, whatever its version (NodeOverlay is v1alpha1 in Karpenter 1.14.1)."""
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
 
 
@@ -205,8 +207,12 @@ def declared_spend(node_pool: Mapping[str, Any], overlays: Sequence[Mapping[str,
 
 
 def declared_spends(manifests: Iterable[Mapping[str, Any]]) -> tuple[PoolSpend, ...]:
-    """Every NodePool among `manifests` (Kubernetes objects of any kind), priced with the NodeOverlays
-    among them, in the order given."""
+    """Every Karpenter NodePool among `manifests` (the inputs of resources of any type), priced with the
+    NodeOverlays among them, in the order given."""
     objects = list(manifests)
-    overlays = [o for o in objects if o.get("kind") == NODEOVERLAY_KIND]
-    return tuple(declared_spend(o, overlays) for o in objects if o.get("kind") == NODEPOOL_KIND)
+    overlays = [o for o in objects if _karpenter(o, NODEOVERLAY_KIND)]
+    return tuple(declared_spend(o, overlays) for o in objects if _karpenter(o, NODEPOOL_KIND))
+
+
+def _karpenter(obj: Mapping[str, Any], kind: str) -> bool:
+    return obj.get("kind") == kind and str(obj.get("apiVersion", "")).split("/")[0] == KARPENTER_GROUP

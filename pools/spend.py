@@ -17,7 +17,7 @@ virtualenv, computes the same figures through `pools.declared`.
 """
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
@@ -58,6 +58,10 @@ class NodeMix:
         """Per 730-hour month (`facts.pricing.HOURS_PER_MONTH`)."""
         return self.usd_per_hour * HOURS_PER_MONTH
 
+    def __str__(self) -> str:
+        """`8 x p5.48xlarge, 2 x p4d.24xlarge` (`no node` for none)."""
+        return ", ".join(f"{count} x {name}" for name, count in self.nodes.items()) or "no node"
+
 
 @dataclass(frozen=True)
 class PoolSpend:
@@ -87,6 +91,19 @@ class PoolSpend:
     def exact(self) -> bool:
         """Whether the worst case is the pool's true worst case: bounded, every candidate priced, proven."""
         return self.bounded and not self.unpriced and self.worst_case is not None and self.proven
+
+
+def worst_cases(spends: Iterable[PoolSpend]) -> tuple[Decimal, str]:
+    """What `spends` may cost per hour together (each pool's proven bound), and the pools that make it, the
+    dearest first: `gpu-training up to $440.32/h (8 x p5.48xlarge); ...` (what a refused cap names)."""
+    spends = sorted(spends, key=lambda s: -(s.worst_case_bound or 0))
+    total = sum((s.worst_case_bound or Decimal(0) for s in spends), Decimal(0))
+    listed = "; ".join(
+        f"{s.pool} up to ${s.worst_case_bound:,.2f}/h ({s.worst_case})"
+        for s in spends
+        if s.worst_case is not None and s.worst_case_bound is not None
+    )
+    return total, listed
 
 
 def pool_spend(

@@ -7,9 +7,9 @@ Usage: .venv/bin/python -m scripts.cost_table [--check]
 from pathlib import Path
 
 from config.stack import parse_stack_config
-from facts.pricing import price_table_source
+from facts.pricing import HOURS_PER_MONTH
 from scripts.generated import replace_between, update
-from synth.cost import costs, render_markdown
+from synth.cost import costs, price_note, render_markdown
 from synth.runner import stack_config, stacks
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -20,16 +20,10 @@ END = "<!-- cost-table:end -->"
 
 def table() -> str:
     """Every pool of every committed stack: its worst case and cheapest fill, and each stack's total."""
-    report = {}
-    for stack in stacks():
-        config = parse_stack_config(stack_config(stack))
-        report[stack] = (config.region, costs(config))
-    source = price_table_source()
-    return (
-        f"{render_markdown(report)}\n"
-        f"Prices: {source.label}. Both stacks run in us-west-2, where these are the table Karpenter falls "
-        "back to, not that region's own prices. A month is 730 hours.\n"
-    )
+    configs = {stack: parse_stack_config(stack_config(stack)) for stack in stacks()}
+    report = {stack: costs(config) for stack, config in configs.items()}
+    regions = (config.region for config in configs.values())
+    return f"{render_markdown(report)}\n{price_note(*regions)} A month is {HOURS_PER_MONTH} hours.\n"
 
 
 def render(readme: str) -> str:

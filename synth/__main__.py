@@ -18,6 +18,7 @@ import gc
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from synth import fast_imports
 
@@ -39,6 +40,7 @@ from synth.runner import (
     StackFileError,
     run_program,
     run_stack,
+    stack_config,
     stack_file_config,
     stacks,
 )
@@ -57,18 +59,28 @@ def diagnostics(stack: str, errors: list[str], warnings: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _run(name: str, program: Callable[[], ProgramRun] | None = None) -> ProgramRun | None:
-    """Run a stack (or `program`, a run of it with other config); on a refused configuration print it as
-    `pulumi preview` would and return None."""
+_Result = TypeVar("_Result")
+
+
+def _refusable(name: str, work: Callable[[], _Result]) -> _Result | None:
+    """`work()` on a stack; on a refused stack file or configuration print it as `pulumi preview` would and
+    return None."""
     try:
-        run = program() if program else run_stack(name)
+        return work()
     except StackFileError as exc:
         # The CLI refuses such a file before the program starts, with a bare `error:` line.
         print(f"error: {exc}", file=sys.stderr)
-        return None
     except ConfigError as exc:
         # The language host logs a RunError's message alone (sdk/python/cmd/pulumi-language-python-exec).
         print(diagnostics(name, [str(exc)], []), file=sys.stderr)
+    return None
+
+
+def _run(name: str, program: Callable[[], ProgramRun] | None = None) -> ProgramRun | None:
+    """Run a stack (or `program`, a run of it with other config); on a refused configuration print it as
+    `pulumi preview` would and return None."""
+    run = _refusable(name, program or (lambda: run_stack(name)))
+    if run is None:
         return None
     if run.warnings:
         print(diagnostics(name, [], run.warnings), file=sys.stderr)
@@ -172,13 +184,8 @@ def cost_main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.stack not in stacks():
         parser.error(f"no Pulumi.{args.stack}.yaml; stacks: {', '.join(stacks())}")
-    try:
-        config = parse_stack_config(stack_file_config(ROOT / f"Pulumi.{args.stack}.yaml"))
-    except StackFileError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return REFUSED
-    except ConfigError as exc:
-        print(diagnostics(args.stack, [str(exc)], []), file=sys.stderr)
+    config = _refusable(args.stack, lambda: parse_stack_config(stack_config(args.stack)))
+    if config is None:
         return REFUSED
     report = costing.costs(config)
     if args.json:

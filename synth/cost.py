@@ -31,24 +31,18 @@ def usd(amount: Decimal) -> str:
     return f"${amount:,.2f}"
 
 
-def price_note(region: str) -> str:
-    """Whose prices the figures are, for the stack's region."""
-    source = price_table_source()
-    where = (
-        ""
-        if region == PRICE_REGION
-        else f" In {region} they are the table Karpenter falls back to, not {region}'s own prices"
+def price_note(*regions: str) -> str:
+    """Whose prices the figures are, for the stacks' regions."""
+    where = "".join(
+        f" In {region} they are the table Karpenter falls back to, not {region}'s own prices"
         + (
             f" (and {partition_of_region(region)} is another partition, with its own prices)."
             if partition_of_region(region) != "aws"
             else "."
         )
+        for region in sorted(set(regions) - {PRICE_REGION})
     )
-    return f"Prices: {source.label}.{where}"
-
-
-def _mix(mix: NodeMix) -> str:
-    return ", ".join(f"{count} x {name}" for name, count in mix.nodes.items()) or "no node"
+    return f"Prices: {price_table_source().label}.{where}"
 
 
 def _totals(cost: PoolCost, mix: NodeMix) -> str:
@@ -84,7 +78,7 @@ def pool_lines(cost: PoolCost) -> list[str]:
         lines.append(f"  worst case     unknown: no candidate has a price ({', '.join(spend.unpriced)})")
         return lines
     lines.append(
-        f"  worst case     {usd(worst.usd_per_hour)}/h, {usd(worst.usd_per_month)} a month: {_mix(worst)} "
+        f"  worst case     {usd(worst.usd_per_hour)}/h, {usd(worst.usd_per_month)} a month: {worst} "
         f"({_totals(cost, worst)})"
     )
     if not spend.proven and spend.worst_case_bound is not None:
@@ -95,7 +89,7 @@ def pool_lines(cost: PoolCost) -> list[str]:
     if spend.cheapest_fill is not None:
         fill = spend.cheapest_fill
         lines.append(
-            f"  cheapest fill  {usd(fill.usd_per_hour)}/h, {usd(fill.usd_per_month)} a month: {_mix(fill)} "
+            f"  cheapest fill  {usd(fill.usd_per_hour)}/h, {usd(fill.usd_per_month)} a month: {fill} "
             f"({_totals(cost, fill)})"
         )
     if spend.unpriced:
@@ -171,23 +165,23 @@ def render_json(cost: StackCost) -> str:
     return json.dumps([pool_json(p) for p in cost.pools], indent=2) + "\n"
 
 
-def render_markdown(stacks: Mapping[str, tuple[str, StackCost]]) -> str:
-    """A table of every pool of the stacks (stack -> (region, cost)), for the README."""
+def render_markdown(stacks: Mapping[str, StackCost]) -> str:
+    """A table of every pool of the stacks (stack -> cost), for the README."""
     lines = [
         "| stack | pool | worst case | a month | node mix at the worst case | cheapest fill of the GPU "
         "limit |",
         "|---|---|---|---|---|---|",
     ]
-    for stack, (_, cost) in stacks.items():
+    for stack, cost in stacks.items():
         for pool in cost.pools:
             worst, fill = pool.spend.worst_case, pool.spend.cheapest_fill
             if not pool.spend.bounded or worst is None:
                 lines.append(f"| {stack} | {pool.pool} | unbounded | | | |")
                 continue
-            cheapest = f"{usd(fill.usd_per_hour)}/h ({_mix(fill)})" if fill else "no GPU limit"
+            cheapest = f"{usd(fill.usd_per_hour)}/h ({fill})" if fill else "no GPU limit"
             lines.append(
                 f"| {stack} | {pool.pool} | {usd(worst.usd_per_hour)}/h | {usd(worst.usd_per_month)} | "
-                f"{_mix(worst)} | {cheapest} |"
+                f"{worst} | {cheapest} |"
             )
         total = f"{usd(cost.worst_case_usd_per_hour)}/h" if cost.bounded else "unbounded"
         month = usd(cost.worst_case_usd_per_month) if cost.bounded else ""

@@ -126,6 +126,10 @@ class AwsMocks(pulumi.runtime.Mocks):
         self.partition = partition_of_region(region)
         self.dns_suffix = dns_suffix(self.partition)
 
+    def _zones(self) -> list[str]:
+        """The region's availability zones, `<region><letter>` (`_ZONE_COUNT` of them, else three)."""
+        return [f"{self.region}{x}" for x in "abcdef"[: _ZONE_COUNT.get(self.region, 3)]]
+
     def _arn(self, service: str, resource: str, *, regional: bool = True) -> str:
         region = self.region if regional else ""
         return f"arn:{self.partition}:{service}:{region}:{self.account_id}:{resource}"
@@ -478,11 +482,11 @@ class AwsMocks(pulumi.runtime.Mocks):
         if token == "aws:index/getAvailabilityZones:getAvailabilityZones":
             # Zone names `<region><letter>`, zone ids `<region code>-az<n>`, group names the region, id the
             # region (pulumi_aws/get_availability_zones.py `names`, `zone_ids`, `group_names`).
-            letters = "abcdef"[: _ZONE_COUNT.get(self.region, 3)]
+            zones = self._zones()
             prefix = zone_id_prefix(self.region)
             return {
-                "names": [f"{self.region}{x}" for x in letters],
-                "zoneIds": [f"{prefix}-az{i + 1}" for i in range(len(letters))],
+                "names": zones,
+                "zoneIds": [f"{prefix}-az{i + 1}" for i in range(len(zones))],
                 "groupNames": [self.region],
                 "state": args.args.get("state"),
                 "id": self.region,
@@ -532,14 +536,13 @@ class AwsMocks(pulumi.runtime.Mocks):
             service, kind = str(args.args["service"]), str(args.args["serviceType"])
             name = f"com.amazonaws.{self.region}.{service}"
             service_id = f"vpce-svc-{_digest(name)}"
-            letters = "abcdef"[: _ZONE_COUNT.get(self.region, 3)]
             return {
                 "service": service,
                 "serviceName": name,
                 "serviceType": kind,
                 "serviceId": service_id,
                 "arn": self._arn("ec2", f"vpc-endpoint-service/{service_id}"),
-                "availabilityZones": [f"{self.region}{x}" for x in letters],
+                "availabilityZones": self._zones(),
                 "owner": "amazon",
                 "acceptanceRequired": False,
                 "id": str(zlib.crc32(name.encode())),

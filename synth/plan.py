@@ -48,6 +48,7 @@ from facts.replacement import (
 from pools.declared import declared_spends
 from pools.spend import PoolSpend
 from synth import snapshot
+from synth.cost import usd
 from synth.runner import PROJECT, ROOT, ProgramRun
 from synth.summary import Item, condense, summarise
 
@@ -283,19 +284,10 @@ def working_tree_state(stack: str, root: Path = ROOT, why: str = "") -> State:
 def committed_state(stack: str, ref: str = "HEAD", root: Path = ROOT) -> State:
     """The snapshot of a stack committed at git `ref` (empty where it had none: the stack did not exist there,
     and everything is created)."""
-    commit = (_git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}") or "").strip()
-    if not commit:
-        missing = _git(root, "--version") is None
-        raise PlanError(
-            f"--from {ref}: {'git is not installed' if missing else 'not a commit in this repository'}"
-        )
-    resources, outputs = _snapshot_files(stack)
-    # `./`: relative to `root`, wherever the repository's top level is.
-    shown = [_git(root, "show", f"{commit}:./{f}") for f in (resources, outputs)]
-    label = f"{resources} committed at {ref} ({commit[:12]})"
-    if shown[0] is None:
-        label += f": no snapshot of {stack} there, so everything is created"
-    return state_of_snapshot(shown[0] or "", label, shown[1] or "")
+    commit = _commit(root, ref)
+    if commit is None:
+        raise PlanError(f"--from {ref}: {_no_git(root) or 'not a commit in this repository'}")
+    return _state_at(stack, ref, commit, root)
 
 
 def previous_state(stack: str, ref: str | None = None, root: Path = ROOT) -> State:
@@ -304,15 +296,35 @@ def previous_state(stack: str, ref: str | None = None, root: Path = ROOT) -> Sta
     one without a commit yet, the working tree's snapshot."""
     if ref is not None:
         return committed_state(stack, ref, root)
-    if _git(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}") is not None:
-        return committed_state(stack, "HEAD", root)
-    if _git(root, "--version") is None:
-        why = "git is not installed"
-    elif _git(root, "rev-parse", "--git-dir") is None:
-        why = "not a git repository"
-    else:
-        why = "the repository has no commit yet"
+    head = _commit(root, "HEAD")
+    if head is not None:
+        return _state_at(stack, "HEAD", head, root)
+    why = _no_git(root) or "the repository has no commit yet"
     return working_tree_state(stack, root, f"{why}: no HEAD to compare with")
+
+
+def _commit(root: Path, ref: str) -> str | None:
+    """The commit `ref` names in the repository at `root`, or None."""
+    return (_git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}") or "").strip() or None
+
+
+def _no_git(root: Path) -> str | None:
+    """Why `root` has no git history to read (git missing, or no repository there), or None."""
+    if _git(root, "--version") is None:
+        return "git is not installed"
+    if _git(root, "rev-parse", "--git-dir") is None:
+        return "not a git repository"
+    return None
+
+
+def _state_at(stack: str, ref: str, commit: str, root: Path) -> State:
+    resources, outputs = _snapshot_files(stack)
+    # `./`: relative to `root`, wherever the repository's top level is.
+    shown = [_git(root, "show", f"{commit}:./{f}") for f in (resources, outputs)]
+    label = f"{resources} committed at {ref} ({commit[:12]})"
+    if shown[0] is None:
+        label += f": no snapshot of {stack} there, so everything is created"
+    return state_of_snapshot(shown[0] or "", label, shown[1] or "")
 
 
 def _git(root: Path, *args: str) -> str | None:
@@ -1137,7 +1149,6 @@ def render_json(p: Plan) -> str:
 # NodeOverlay objects each state records (`pools.declared`), so any old ref or snapshot can be priced, with
 # the same prices, capacities and solver as `synth cost`.
 
-SPEND_OBJECTS = ("kubernetes:karpenter.sh/v1:NodePool", "kubernetes:karpenter.sh/v1alpha1:NodeOverlay")
 SPEND_ATTENTION = Decimal("0.25")
 """A pool's (or the stack's) worst case rising by more than this share is an Attention line."""
 
@@ -1151,7 +1162,7 @@ class SpendChange:
     after: PoolSpend | None
 
     @staticmethod
-    def _hourly(spend: PoolSpend | None) -> Decimal | None:
+    def _usd_per_hour(spend: PoolSpend | None) -> Decimal | None:
         """USD per hour; None when unbounded (or nothing is priced)."""
         if spend is None:
             return Decimal(0)
@@ -1159,11 +1170,11 @@ class SpendChange:
 
     @property
     def old(self) -> Decimal | None:
-        return self._hourly(self.before)
+        return self._usd_per_hour(self.before)
 
     @property
     def new(self) -> Decimal | None:
-        return self._hourly(self.after)
+        return self._usd_per_hour(self.after)
 
     @property
     def changed(self) -> bool:
@@ -1227,8 +1238,7 @@ def spend_changes(before: State, after: State) -> SpendChanges:
     """The worst case of every pool of `before` and `after`, from the objects each records."""
 
     def spends(state: State) -> dict[str, PoolSpend]:
-        manifests = [r.inputs for r in state.resources.values() if r.type in SPEND_OBJECTS]
-        return {s.pool: s for s in declared_spends(manifests)}
+        return {s.pool: s for s in declared_spends(r.inputs for r in state.resources.values())}
 
     old, new = spends(before), spends(after)
     names = list(new) + [name for name in old if name not in new]
@@ -1242,7 +1252,7 @@ def _rises_much(old: Decimal | None, new: Decimal | None) -> bool:
 
 
 def _hourly(amount: Decimal | None) -> str:
-    return "unbounded" if amount is None else f"${amount:,.2f}/h"
+    return "unbounded" if amount is None else f"{usd(amount)}/h"
 
 
 def _spend_change(old: Decimal | None, new: Decimal | None) -> str:

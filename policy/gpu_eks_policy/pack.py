@@ -107,7 +107,7 @@ def _iam_rule(args: ResourceValidationArgs) -> list[str]:
 
 def _spend_rule(args: StackValidationArgs, report_violation: ReportViolation) -> None:
     cap = spend.stack_cap(args.get_config().get("maxWorstCaseUsdPerHour"), os.environ.get(STACK_ENV_VAR))
-    manifests = [r.props for r in args.resources if r.resource_type in spend.SPEND_TYPES]
+    manifests = [r.props for r in args.resources]
     for message in spend.worst_case_violations(manifests, cap):
         report_violation(message, None)
 

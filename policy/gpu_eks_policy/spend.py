@@ -20,11 +20,8 @@ if _PROJECT not in sys.path:
     sys.path.append(_PROJECT)
 
 from pools.declared import declared_spends  # noqa: E402
+from pools.spend import worst_cases  # noqa: E402
 
-SPEND_TYPES = frozenset(
-    {"kubernetes:karpenter.sh/v1:NodePool", "kubernetes:karpenter.sh/v1alpha1:NodeOverlay"}
-)
-"""The declared objects the worst case is computed from."""
 ANY_STACK = "*"
 """A `maxWorstCaseUsdPerHour` key that caps every stack not named."""
 
@@ -75,16 +72,9 @@ def worst_case_violations(manifests: Iterable[Mapping[str, Any]], cap: Decimal |
             "types."
             for s in unpriced
         ]
-    total = sum((s.worst_case_bound or Decimal(0) for s in spends), Decimal(0))
+    total, pools = worst_cases(spends)
     if total <= cap:
         return []
-    pools = "; ".join(
-        f"{s.pool} up to ${s.worst_case_bound:,.2f}/h ("
-        + ", ".join(f"{n} x {t}" for t, n in s.worst_case.nodes.items())
-        + ")"
-        for s in sorted(spends, key=lambda s: -(s.worst_case_bound or 0))
-        if s.worst_case is not None and s.worst_case_bound is not None
-    )
     return [
         f"The NodePools may run ${total:,.2f}/h at once at their limits (us-east-1 on-demand list price), "
         f"above this stack's cap of ${cap}/h (maxWorstCaseUsdPerHour): {pools}. Lower their spec.limits or "

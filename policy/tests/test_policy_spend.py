@@ -39,9 +39,10 @@ POLICY = next(
 
 
 def declared(stack: str) -> list[dict[str, Any]]:
-    """The NodePools and NodeOverlays `stack`'s committed snapshot records, as resources of the engine."""
+    """Every resource `stack`'s committed snapshot records, as resources of the engine (the pack picks the
+    NodePools and NodeOverlays itself)."""
     entries = yaml.safe_load((REPO_ROOT / "snapshots" / stack / "resources.yaml").read_text())
-    return [e for e in entries if e["type"] in spend.SPEND_TYPES]
+    return [e for e in entries if "inputs" in e]  # components have none
 
 
 def urn(stack: str, resource: dict[str, Any]) -> str:
