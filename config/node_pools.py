@@ -733,9 +733,9 @@ class NodePoolConfig(ConfigModel):
         """(limit field, its value, (smallest candidate, its amount), unit) for cpu, memory and, with
         `gpu_units`, GPUs."""
         cpu = min(((it.name, Decimal(it.vcpus)) for it in launchable), key=lambda x: x[1])
-        # Memory capacity is the instance's memory less a VM overhead; allocatable is below it, so a limit
-        # under the smallest allocatable memory is under every capacity Karpenter may assume.
-        memory = min(((it.name, it.memory) for it in launchable), key=lambda x: x[1])
+        # Karpenter compares the memory capacity it estimates before launch (the instance's memory less the
+        # VM overhead), not allocatable, which is lower: a limit between the two still launches nothing.
+        memory = min(((it.name, it.memory_capacity) for it in launchable), key=lambda x: x[1])
         needs = [("cpu", self.limits.cpu, cpu, "vCPUs"), ("memory", self.limits.memory, memory, "bytes")]
         if self.kind == "gpu" and gpu_units is not None and gpu_units.per_instance:
             name, units = min(gpu_units.per_instance.items(), key=lambda x: x[1])

@@ -189,7 +189,14 @@ def test_schedules_karpenter_reads_are_declared_as_written(schedule: str, durati
         (
             gpu(limits={"memory": "8Gi", "nvidia.com/gpu": "16"}),
             "limits.memory = '8Gi': is below what the smallest instance this pool may launch brings "
-            "(g5.xlarge: 13.8Gi of memory)",
+            "(g5.xlarge: 14.8Gi of memory)",
+        ),
+        # Karpenter weighs the memory it estimates before launch, 16 GiB less 7.5 % (14.8Gi), not the
+        # node's allocatable (13.8Gi): 14Gi, between the two, launches nothing either.
+        (
+            gpu(limits={"memory": "14Gi", "nvidia.com/gpu": "16"}),
+            "limits.memory = '14Gi': is below what the smallest instance this pool may launch brings "
+            "(g5.xlarge: 14.8Gi of memory), so the pool could never launch a node; raise it to at least 15Gi",
         ),
         (
             gpu(instanceFamilies=["p5"], gpuCount={"min": 8}, limits={"nvidia.com/gpu": "4"}),
