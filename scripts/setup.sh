@@ -111,16 +111,15 @@ tools_job=$!
 # Bytecode now, on every core: where PYTHONDONTWRITEBYTECODE is set (as on this project's machines) Python
 # would otherwise recompile the provider SDKs in every process. Not for the pulumi_aws services and
 # pulumi_kubernetes API groups that nothing here uses (scripts/type_check_scope.py), which are half of it,
-# nor for .venv-tools (above).
-.venv/bin/python -m compileall -q -j0 -x "$(.venv/bin/python -m scripts.type_check_scope --unused-pattern)" \
-  .venv/lib/python3*/site-packages ||
-  echo "gpu-eks: some files did not compile (above); Python compiles them if they are imported"
+# nor packages' own test suites (scripts/compile_bytecode.py), nor for .venv-tools (above).
+unused=$(.venv/bin/python -m scripts.type_check_scope --unused-pattern)
+.venv/bin/python -m scripts.compile_bytecode -x "$unused" .venv/lib/python3*/site-packages
 # For `python -m synth` and the tests only (`pulumi up` imports neither): this project's own bytecode (about
 # 170 modules, else compiled in every process), and the offline fast path's compilation of the same provider
 # subpackages (synth/fast_imports.py).
 .venv/bin/python -m compileall -q -j0 __main__.py components config contract examples facts policy pools \
   scripts synth tests
-.venv/bin/python -m synth.fast_imports --warm -x "$(.venv/bin/python -m scripts.type_check_scope --unused-pattern)"
+.venv/bin/python -m synth.fast_imports --warm -x "$unused"
 wait "$tools_job"
 wait "$npm_ci"
 if [ -n "${apt_job:-}" ]; then wait "$apt_job"; fi

@@ -148,8 +148,9 @@ def render(pyproject: str) -> str:
 
 
 def unused_pattern() -> str:
-    """A regular expression that matches the paths of the skipped subpackages' files (for compileall -x),
-    from the list pyproject.toml holds (tests keep it current), so set-up does not scan the SDKs again."""
+    """A regular expression that matches the paths of the skipped subpackages' files (the `-x` of set-up's
+    bytecode compiles), from the list pyproject.toml holds (tests keep it current), so set-up does not scan
+    the SDKs again."""
     overrides = tomllib.loads(PYPROJECT.read_text())["tool"]["mypy"]["overrides"]
     modules = [m for o in overrides if o.get("follow_imports") == "skip" for m in o["module"]]
     return "|".join(
