@@ -19,11 +19,18 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from config.gpu_operator import GpuOperatorConfig
-from config.node_pools import NodePoolConfig
+from config.node_pools import GpuUnits, NodePoolConfig
 from facts.quantity import parse_quantity
 from pools.sharing import gpu_limit_units
 
-__all__ = ["NodeCapacity", "minimal_nodes", "node_capacities", "pool_limits", "written_limits"]
+__all__ = [
+    "NodeCapacity",
+    "capacities_counted_in",
+    "minimal_nodes",
+    "node_capacities",
+    "pool_limits",
+    "written_limits",
+]
 
 
 @dataclass(frozen=True)
@@ -47,7 +54,12 @@ def node_capacities(
     `overlays`: whether the pool's NodeOverlays are declared (`karpenter.gpuSharingOverlays`); without them
     Karpenter counts a sharing pool's in-flight nodes by physical GPUs. Raises `MigProfileError` where a MIG
     pool's devices cannot be derived (config refuses such a pool first)."""
-    units = gpu_limit_units(pool, gpu_operator, overlays=overlays).per_instance
+    return capacities_counted_in(pool, gpu_limit_units(pool, gpu_operator, overlays=overlays))
+
+
+def capacities_counted_in(pool: NodePoolConfig, units: GpuUnits) -> tuple[NodeCapacity, ...]:
+    """`node_capacities`, with the pool's GPUs counted in `units` (`pools.sharing.gpu_limit_units`), for a
+    caller that needs the units too."""
     gpus = {it.name: it.gpu_count for it in pool.candidates()} if pool.kind == "gpu" else {}
     return tuple(
         NodeCapacity(
@@ -56,7 +68,7 @@ def node_capacities(
             counts={
                 "cpu": Decimal(it.vcpus),
                 "memory": it.memory_capacity,
-                "nvidia.com/gpu": Decimal(units.get(it.name, 0)),
+                "nvidia.com/gpu": Decimal(units.per_instance.get(it.name, 0)),
             },
         )
         for it in pool.launchable()

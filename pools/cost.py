@@ -25,7 +25,7 @@ from decimal import Decimal
 from config.gpu_operator import GpuOperatorConfig
 from config.node_pools import NodePoolConfig
 from facts.pricing import on_demand_prices
-from pools.capacity import node_capacities, pool_limits, written_limits
+from pools.capacity import capacities_counted_in, pool_limits, written_limits
 from pools.sharing import gpu_limit_units
 from pools.spend import NodeMix, PoolSpend, pool_spend
 
@@ -79,13 +79,15 @@ class StackCost:
 def pool_cost(pool: NodePoolConfig, gpu_operator: GpuOperatorConfig, *, overlays: bool = True) -> PoolCost:
     """The worst case and cheapest fill of one pool (`overlays`: whether its NodeOverlays are declared,
     `karpenter.gpuSharingOverlays`). Raises `MigProfileError` as `pools.capacity.node_capacities`."""
-    nodes = node_capacities(pool, gpu_operator, overlays=overlays)
+    units = gpu_limit_units(pool, gpu_operator, overlays=overlays)
     return PoolCost(
         kind=pool.kind,
         capacity_types=pool.capacity_types,
         written_limits=written_limits(pool),
-        gpu_unit=gpu_limit_units(pool, gpu_operator, overlays=overlays).unit,
-        spend=pool_spend(pool.name, nodes, pool_limits(pool), on_demand_prices()),
+        gpu_unit=units.unit,
+        spend=pool_spend(
+            pool.name, capacities_counted_in(pool, units), pool_limits(pool), on_demand_prices()
+        ),
     )
 
 

@@ -23,6 +23,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components.cluster import SYSTEM_NODE_SELECTOR, Cluster
+from components.iam_document import PolicyDocument
 from components.karpenter.chart_values import (
     CONTROLLER_CHART_NAME,
     CONTROLLER_SKIP_CRDS,
@@ -35,7 +36,6 @@ from components.karpenter.iam import (
     NODE_ACCESS_ENTRY_TYPE,
     NODE_ROLE_MANAGED_POLICIES,
     ControllerPolicy,
-    PolicyDocument,
     controller_policies,
     controller_policy_name,
     controller_policy_names,

@@ -25,8 +25,9 @@ one policy.
 """
 
 import json
-from typing import Any, Final, Literal, get_args
+from typing import Final, Literal, get_args
 
+from components.iam_document import PolicyDocument, policy_document
 from facts.partitions import (
     Partition,
     check_account_id,
@@ -37,11 +38,6 @@ from facts.partitions import (
     dns_suffix,
     partition_of_arn,
 )
-
-PolicyDocument = dict[str, Any]
-"""An IAM policy document as a JSON-able dict (`json.dumps` it for `aws.iam.*Policy(policy=...)`)."""
-
-POLICY_VERSION: Final = "2012-10-17"
 
 MANAGED_POLICY_MAX_CHARS: Final = 6144
 """IAM's size limit of a customer-managed policy document, counted without whitespace."""
@@ -75,16 +71,13 @@ def node_role_trust_policy(partition: Partition = "aws") -> PolicyDocument:
 
     `partition` picks the DNS suffix: `ec2.amazonaws.com`, or `ec2.amazonaws.com.cn` in `aws-cn`.
     """
-    return {
-        "Version": POLICY_VERSION,
-        "Statement": [
-            {
-                "Effect": "Allow",
-                "Principal": {"Service": f"ec2.{dns_suffix(partition)}"},
-                "Action": ["sts:AssumeRole"],
-            }
-        ],
-    }
+    return policy_document(
+        {
+            "Effect": "Allow",
+            "Principal": {"Service": f"ec2.{dns_suffix(partition)}"},
+            "Action": ["sts:AssumeRole"],
+        }
+    )
 
 
 def managed_policy_arn(partition: Partition, name: str) -> str:
@@ -229,10 +222,6 @@ def policy_size(document: PolicyDocument) -> int:
     return len(json.dumps(document, separators=(",", ":")))
 
 
-def _document(*statements: dict[str, Any]) -> PolicyDocument:
-    return {"Version": POLICY_VERSION, "Statement": list(statements)}
-
-
 def _node_lifecycle(cluster: str, region: str, partition: str) -> PolicyDocument:
     ec2 = f"arn:{partition}:ec2:{region}"
     owned = {f"aws:ResourceTag/kubernetes.io/cluster/{cluster}": "owned"}
@@ -248,7 +237,7 @@ def _node_lifecycle(cluster: str, region: str, partition: str) -> PolicyDocument
         f"{ec2}:*:launch-template/*",
         f"{ec2}:*:spot-instances-request/*",
     ]
-    return _document(
+    return policy_document(
         {
             "Sid": "AllowScopedEC2InstanceAccessActions",
             "Effect": "Allow",
@@ -335,7 +324,7 @@ def _iam_integration(
         "aws:RequestTag/eks:eks-cluster-name": cluster,
         "aws:RequestTag/topology.kubernetes.io/region": region,
     }
-    return _document(
+    return policy_document(
         {
             "Sid": "AllowPassingInstanceRole",
             "Effect": "Allow",
@@ -388,7 +377,7 @@ def _cluster_arn(cluster: str, region: str, account_id: str, partition: str) -> 
 
 
 def _eks_integration(cluster: str, region: str, account_id: str, partition: str) -> PolicyDocument:
-    return _document(
+    return policy_document(
         {
             "Sid": "AllowAPIServerEndpointDiscovery",
             "Effect": "Allow",
@@ -399,7 +388,7 @@ def _eks_integration(cluster: str, region: str, account_id: str, partition: str)
 
 
 def _interruption(queue_arn: str) -> PolicyDocument:
-    return _document(
+    return policy_document(
         {
             "Sid": "AllowInterruptionQueueActions",
             "Effect": "Allow",
@@ -410,7 +399,7 @@ def _interruption(queue_arn: str) -> PolicyDocument:
 
 
 def _zonal_shift(cluster: str, region: str, account_id: str, partition: str) -> PolicyDocument:
-    return _document(
+    return policy_document(
         {
             "Sid": "AllowZonalShiftStatusReadOnly",
             "Effect": "Allow",
@@ -426,7 +415,7 @@ def _zonal_shift(cluster: str, region: str, account_id: str, partition: str) -> 
 
 
 def _resource_discovery(region: str, account_id: str, partition: str) -> PolicyDocument:
-    return _document(
+    return policy_document(
         {
             "Sid": "AllowRegionalReadActions",
             "Effect": "Allow",
@@ -493,7 +482,7 @@ def pod_identity_trust_policy() -> PolicyDocument:
     The role is bound to the service account by an `aws.eks.PodIdentityAssociation` (cluster, namespace,
     service account), not by a condition here.
     """
-    return _document(
+    return policy_document(
         {
             "Sid": "AllowEksAuthToAssumeRoleForPodIdentity",
             "Effect": "Allow",
@@ -525,7 +514,7 @@ def irsa_trust_policy(
         )
     if not namespace or not service_account:
         raise ValueError("namespace and service_account must not be empty")
-    return _document(
+    return policy_document(
         {
             "Effect": "Allow",
             "Principal": {"Federated": oidc_provider_arn},

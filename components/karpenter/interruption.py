@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Final
 
-from components.karpenter.iam import PolicyDocument
+from components.iam_document import PolicyDocument, policy_document
 from facts.partitions import check_arn, check_cluster_name, partition_of_arn
 
 QUEUE_MESSAGE_RETENTION_SECONDS: Final = 300
@@ -69,26 +69,23 @@ def queue_policy(queue_arn: str) -> PolicyDocument:
     """
     partition = partition_of_arn(queue_arn, argument="queue_arn")
     check_arn(queue_arn, service="sqs", partition=partition, argument="queue_arn")
-    return {
-        "Version": "2012-10-17",
-        "Id": QUEUE_POLICY_ID,
-        "Statement": [
-            {
-                "Effect": "Allow",
-                "Principal": {"Service": list(QUEUE_SENDERS)},
-                "Action": "sqs:SendMessage",
-                "Resource": queue_arn,
-            },
-            {
-                "Sid": "DenyHTTP",
-                "Effect": "Deny",
-                "Action": "sqs:*",
-                "Resource": queue_arn,
-                "Condition": {"Bool": {"aws:SecureTransport": False}},
-                "Principal": "*",
-            },
-        ],
-    }
+    return policy_document(
+        {
+            "Effect": "Allow",
+            "Principal": {"Service": list(QUEUE_SENDERS)},
+            "Action": "sqs:SendMessage",
+            "Resource": queue_arn,
+        },
+        {
+            "Sid": "DenyHTTP",
+            "Effect": "Deny",
+            "Action": "sqs:*",
+            "Resource": queue_arn,
+            "Condition": {"Bool": {"aws:SecureTransport": False}},
+            "Principal": "*",
+        },
+        policy_id=QUEUE_POLICY_ID,
+    )
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,9 @@ plus `aps:ListRules` and `aps:ListAlerts` for Grafana, but scoped to this stack'
 policies grant them on every workspace of the account.
 """
 
-from typing import Any, Final
+from typing import Final
+
+from components.iam_document import PolicyDocument, policy_document
 
 REMOTE_WRITE_ACTIONS: Final = ("aps:RemoteWrite",)
 QUERY_ACTIONS: Final = (
@@ -21,22 +23,21 @@ QUERY_ACTIONS: Final = (
 )
 
 
-def _workspace_policy(sid: str, actions: tuple[str, ...], workspace_arn: str) -> dict[str, Any]:
+def _workspace_policy(sid: str, actions: tuple[str, ...], workspace_arn: str) -> PolicyDocument:
     if ":aps:" not in workspace_arn or ":workspace/" not in workspace_arn:
         raise ValueError(
             f"workspace_arn must be an Amazon Managed Service for Prometheus workspace ARN: {workspace_arn!r}"
         )
-    return {
-        "Version": "2012-10-17",
-        "Statement": [{"Sid": sid, "Effect": "Allow", "Action": list(actions), "Resource": workspace_arn}],
-    }
+    return policy_document(
+        {"Sid": sid, "Effect": "Allow", "Action": list(actions), "Resource": workspace_arn}
+    )
 
 
-def remote_write_policy(workspace_arn: str) -> dict[str, Any]:
+def remote_write_policy(workspace_arn: str) -> PolicyDocument:
     """Lets the Prometheus agent write samples to the workspace, and nothing else."""
     return _workspace_policy("RemoteWriteToWorkspace", REMOTE_WRITE_ACTIONS, workspace_arn)
 
 
-def query_policy(workspace_arn: str) -> dict[str, Any]:
+def query_policy(workspace_arn: str) -> PolicyDocument:
     """Lets Grafana query the workspace and read its rules and firing alerts, and nothing else."""
     return _workspace_policy("QueryWorkspace", QUERY_ACTIONS, workspace_arn)

@@ -22,6 +22,7 @@ import textwrap
 from typing import Any, Final
 
 from components import yaml_text
+from components.iam_document import PolicyDocument, policy_document
 from components.observability.alerts import AGENT_DOWN, WATCHDOG
 from config.observability import AlertingSettings, ReceiverKind
 
@@ -190,47 +191,41 @@ def amp_definition(config: dict[str, Any]) -> str:
     return "alertmanager_config: |\n" + textwrap.indent(body, "  ")
 
 
-def topic_policy(topic_arn: str, workspace_arn: str) -> dict[str, Any]:
+def topic_policy(topic_arn: str, workspace_arn: str) -> PolicyDocument:
     """Lets this workspace's alert manager, and nothing else, publish to the topic."""
     account = workspace_arn.split(":")[4]
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Sid": "AllowThisWorkspaceToPublish",
-                "Effect": "Allow",
-                "Principal": {"Service": "aps.amazonaws.com"},
-                "Action": ["sns:Publish", "sns:GetTopicAttributes"],
-                "Resource": topic_arn,
-                "Condition": {
-                    "ArnEquals": {"aws:SourceArn": workspace_arn},
-                    "StringEquals": {"aws:SourceAccount": account},
-                },
-            }
-        ],
-    }
+    return policy_document(
+        {
+            "Sid": "AllowThisWorkspaceToPublish",
+            "Effect": "Allow",
+            "Principal": {"Service": "aps.amazonaws.com"},
+            "Action": ["sns:Publish", "sns:GetTopicAttributes"],
+            "Resource": topic_arn,
+            "Condition": {
+                "ArnEquals": {"aws:SourceArn": workspace_arn},
+                "StringEquals": {"aws:SourceAccount": account},
+            },
+        }
+    )
 
 
-def key_policy(*, partition: str, account: str, topic_arns: list[str]) -> dict[str, Any]:
+def key_policy(*, partition: str, account: str, topic_arns: list[str]) -> PolicyDocument:
     """The topics' KMS key: the account administers it through IAM (the default key policy), and
     `aps.amazonaws.com` may encrypt messages for the stack's topics only."""
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Sid": "EnableIamPolicies",
-                "Effect": "Allow",
-                "Principal": {"AWS": f"arn:{partition}:iam::{account}:root"},
-                "Action": "kms:*",
-                "Resource": "*",
-            },
-            {
-                "Sid": "AllowManagedPrometheusToPublishEncrypted",
-                "Effect": "Allow",
-                "Principal": {"Service": "aps.amazonaws.com"},
-                "Action": ["kms:GenerateDataKey*", "kms:Decrypt"],
-                "Resource": "*",
-                "Condition": {"StringEquals": {"kms:EncryptionContext:aws:sns:topicArn": topic_arns}},
-            },
-        ],
-    }
+    return policy_document(
+        {
+            "Sid": "EnableIamPolicies",
+            "Effect": "Allow",
+            "Principal": {"AWS": f"arn:{partition}:iam::{account}:root"},
+            "Action": "kms:*",
+            "Resource": "*",
+        },
+        {
+            "Sid": "AllowManagedPrometheusToPublishEncrypted",
+            "Effect": "Allow",
+            "Principal": {"Service": "aps.amazonaws.com"},
+            "Action": ["kms:GenerateDataKey*", "kms:Decrypt"],
+            "Resource": "*",
+            "Condition": {"StringEquals": {"kms:EncryptionContext:aws:sns:topicArn": topic_arns}},
+        },
+    )
