@@ -1,12 +1,20 @@
 """Facts read from the installed SDKs and the Karpenter reference are what the program relies on."""
 
 import ast
+import csv
 from pathlib import Path
 
 import pulumi_aws
 
 from facts.aws_provider import provider_config_keys
-from facts.instance_types import ec2_instance_type_names, gpu_instance_types, instance_types
+from facts.instance_types import (
+    ALL_INSTANCE_TYPES_TSV,
+    INSTANCE_TYPES_TSV,
+    _rows,
+    ec2_instance_type_names,
+    gpu_instance_types,
+    instance_types,
+)
 from facts.regions import regions
 
 
@@ -38,3 +46,12 @@ def test_the_full_instance_table_agrees_with_the_accelerated_one() -> None:
         assert name in ec2_instance_type_names()
     assert table["g5.xlarge"].vcpus == 4
     assert table["m7g.large"].arch == "arm64"
+
+
+def test_the_instance_tables_read_as_the_csv_module_reads_them() -> None:
+    """`_rows` splits on tabs, which is right only while no cell is quoted: the csv module, which handles
+    quoting, reads the same rows."""
+    for path in (ALL_INSTANCE_TYPES_TSV, INSTANCE_TYPES_TSV):
+        lines = [line for line in path.read_text().splitlines() if not line.startswith("#")]
+        assert _rows(path) == list(csv.DictReader(lines, delimiter="\t")), path.name
+        assert '"' not in path.read_text(), path.name
