@@ -25,6 +25,8 @@ Karpenter 1.14.1 semantics (kubernetes-sigs/karpenter v1.14.1):
   or `priceAdjustment` changes what Karpenter prefers, not the bill, and is ignored.
 """
 
+import functools
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -180,6 +182,23 @@ def _overlaid(
 def declared_spend(node_pool: Mapping[str, Any], overlays: Sequence[Mapping[str, Any]] = ()) -> PoolSpend:
     """The worst case and cheapest fill of a declared NodePool (its manifest), with the stack's
     NodeOverlays, at us-east-1 on-demand list prices."""
+    # Keyed by the objects' JSON (a value JSON cannot hold by its text, which is how it is read anyway): a
+    # plan prices the pools a change leaves alone on both sides, and each search walks every instance type.
+    return _declared_spend(json.dumps(_plain([node_pool, overlays]), sort_keys=True, default=str))
+
+
+def _plain(value: Any) -> Any:
+    """`value` with every mapping a dict and every sequence a list (the policy engine's are neither)."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        return [_plain(v) for v in value]
+    return value
+
+
+@functools.lru_cache(maxsize=256)
+def _declared_spend(objects: str) -> PoolSpend:
+    node_pool, overlays = json.loads(objects)
     pool = str(_path(node_pool, "metadata", "name"))
     limits = {
         str(resource): amount

@@ -3,6 +3,7 @@ policy pack use) agrees with spend from the configuration (`pools.cost`): two de
 and their counts, one from the config's own instance-type filters, one by evaluating the objects'
 requirements as Karpenter does."""
 
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -116,6 +117,28 @@ def test_a_label_the_tables_lack_admits_every_type_and_keeps_an_overlay_from_app
     assert with_overlay.worst_case is not None
     assert without.worst_case is not None
     assert without.worst_case.usd_per_hour > with_overlay.worst_case.usd_per_hour
+
+
+def _frozen(value: Any) -> Any:
+    """`value` as the policy engine hands objects over: mappings that are not dicts, tuples for lists."""
+    if isinstance(value, dict):
+        return MappingProxyType({k: _frozen(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return tuple(_frozen(v) for v in value)
+    return value
+
+
+def test_objects_in_other_containers_price_as_their_dicts_and_lists_do() -> None:
+    """`declared_spend` remembers what it priced by the objects' JSON: the same objects in other containers
+    are the same pool, and a pool whose limit changes is priced anew."""
+    stack = parse_stack_config(config(nodePools=VARIANTS["time-slicing"][0]))
+    objects = manifests(stack)
+    frozen = [summary(s) for s in declared_spends(_frozen(objects))]
+    assert frozen == [summary(s) for s in declared_spends(objects)] == by_config(stack)
+    objects[0]["spec"]["limits"]["nvidia.com/gpu"] = "60"
+    (raised,) = declared_spends(objects)
+    assert summary(raised) != frozen[0]
+    assert raised.limits["nvidia.com/gpu"] == 60
 
 
 @pytest.mark.parametrize(
