@@ -149,6 +149,8 @@ class Cluster:
         return str(((lease or {}).get("spec") or {}).get("holderIdentity") or "")
 
     def _handle(self, method: str, path: str, body: Any) -> tuple[int, Any]:
+        # No copies: `body` was parsed from the request, and `send` serialises the answer before anything
+        # else runs, so stored objects are never shared with a client.
         url = urllib.parse.urlsplit(path)
         query = urllib.parse.parse_qs(url.query)
         if "/leases" in url.path:
@@ -161,7 +163,7 @@ class Cluster:
         name = url.path[len(base) + 1 :]
         if method == "GET":
             selector = query["labelSelector"][0]
-            items = [copy.deepcopy(o) for o in collection.values() if _selected(o, selector)]
+            items = [o for o in collection.values() if _selected(o, selector)]
             return 200, {"items": items, "metadata": {"resourceVersion": str(self.version)}}
         obj = collection.get(name)
         if obj is None:
@@ -191,17 +193,16 @@ class Cluster:
                 return 409, {"kind": "Status", "reason": "AlreadyExists"}
         lease = self.leases.get(path)
         if method == "GET":
-            return (200, copy.deepcopy(lease)) if lease else (404, {"kind": "Status"})
+            return (200, lease) if lease else (404, {"kind": "Status"})
         if method == "PUT":
             if lease is None:
                 return 404, {"kind": "Status"}
             if body["metadata"].get("resourceVersion") != lease["metadata"]["resourceVersion"]:
                 return 409, {"kind": "Status", "reason": "Conflict"}
-        stored = copy.deepcopy(body)
-        stored["metadata"].setdefault("uid", f"lease-{len(self.leases)}")
-        self.leases[path] = stored
-        self.bump(stored)
-        return 200, copy.deepcopy(stored)
+        body["metadata"].setdefault("uid", f"lease-{len(self.leases)}")
+        self.leases[path] = body
+        self.bump(body)
+        return 200, body
 
     # --- what the guard's effects look like from outside ------------------------------------------------
     def deletions(self) -> list[Request]:
