@@ -21,7 +21,7 @@ from tests.gpu_operator.helpers import (
     chart_values,
     merged,
     nfd_effective_defaults,
-    nfd_schema,
+    nfd_validator,
     nfd_values,
 )
 
@@ -59,7 +59,7 @@ def test_every_key_exists_in_the_chart(name: str) -> None:
 @pytest.mark.parametrize("name", list(SCENARIOS))
 def test_nfd_values_fit_the_subchart_schema(name: str) -> None:
     final = merged(nfd_effective_defaults(), SCENARIOS[name]["node-feature-discovery"])
-    jsonschema.validate(final, nfd_schema(), cls=jsonschema.Draft202012Validator)
+    nfd_validator().validate(final)
 
 
 def test_misspelt_keys_are_caught() -> None:
@@ -80,7 +80,7 @@ def test_misspelt_keys_are_caught() -> None:
 def test_schema_rejects_a_malformed_toleration_list() -> None:
     bad = merged(nfd_effective_defaults(), {"worker": {"tolerations": {"key": "x"}}})
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(bad, nfd_schema(), cls=jsonschema.Draft202012Validator)
+        nfd_validator().validate(bad)
 
 
 def test_chart_default_tolerations_match_the_vendored_chart() -> None:

@@ -2,10 +2,9 @@
 
 from typing import Any
 
-import jsonschema
 import pytest
-import yaml
 
+from components import yaml_text
 from components.cluster import SYSTEM_NODE_SELECTOR
 from components.gpu_operator_values import (
     CDI_MIN_KUBERNETES_VERSION,
@@ -19,7 +18,7 @@ from config.errors import ConfigError
 from config.stack import StackConfig, parse_stack_config
 from synth.runner import ProgramRun, Registration, stack_config
 from tests.conftest import STACKS, stack_run
-from tests.gpu_operator.helpers import chart_key_problems, merged, nfd_effective_defaults, nfd_schema
+from tests.gpu_operator.helpers import chart_key_problems, merged, nfd_effective_defaults, nfd_validator
 from tests.helpers import run, run_failing
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -178,15 +177,15 @@ def test_dev_time_slicing_has_its_device_plugin_config_entry(dev: ProgramRun) ->
     assert config["create"] is True
     assert config["default"] == DEVICE_PLUGIN_DEFAULT_CONFIG
     assert {DEVICE_PLUGIN_DEFAULT_CONFIG, label} <= set(config["data"])
-    entry = yaml.safe_load(config["data"][label])
+    entry = yaml_text.load(config["data"][label])
     assert entry["sharing"]["timeSlicing"]["resources"] == [{"name": "nvidia.com/gpu", "replicas": 4}]
-    assert "sharing" not in yaml.safe_load(config["data"][DEVICE_PLUGIN_DEFAULT_CONFIG])
+    assert "sharing" not in yaml_text.load(config["data"][DEVICE_PLUGIN_DEFAULT_CONFIG])
 
 
 def test_prod_nodes_use_the_default_device_plugin_config(prod: ProgramRun) -> None:
     config = _values(prod)["devicePlugin"]["config"]
     assert config["default"] == DEVICE_PLUGIN_DEFAULT_CONFIG
-    assert "sharing" not in yaml.safe_load(config["data"][DEVICE_PLUGIN_DEFAULT_CONFIG])
+    assert "sharing" not in yaml_text.load(config["data"][DEVICE_PLUGIN_DEFAULT_CONFIG])
     for pool in _config("prod").gpu_pools:
         assert DEVICE_PLUGIN_CONFIG_LABEL not in pool_node_labels(pool.gpu_profile())
 
@@ -196,7 +195,7 @@ def test_every_registered_key_exists_in_the_vendored_chart(stack: str) -> None:
     values = _values(stack_run(stack))
     assert chart_key_problems(values) == []
     final = merged(nfd_effective_defaults(), values["node-feature-discovery"])
-    jsonschema.validate(final, nfd_schema(), cls=jsonschema.Draft202012Validator)
+    nfd_validator().validate(final)
 
 
 def test_namespace_timeout_and_extra_values_follow_config() -> None:
