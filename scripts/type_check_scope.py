@@ -51,6 +51,8 @@ def subpackages(sdk: str) -> frozenset[str]:
 
 def used_in(source: str, sdk: str) -> set[str]:
     """The subpackages of `sdk` a Python source refers to, by import or by attribute of the package."""
+    if sdk not in source:  # no import can name it: most files, left unparsed
+        return set()
     aliases: set[str] = set()
     found: set[str] = set()
     tree = ast.parse(source)

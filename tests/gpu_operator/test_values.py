@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
+from components import yaml_text
 from components.gpu_operator_values import (
     DCGM_NODE_RELABELING,
     DEVICE_PLUGIN_CONFIGMAP,
@@ -184,7 +184,7 @@ def test_empty_system_node_selector_is_refused() -> None:
 
 @functools.cache
 def _reference_keys() -> dict[str, Any]:
-    loaded: dict[str, Any] = yaml.safe_load((FIXTURES / "device-plugin-config-v1.reference.yaml").read_text())
+    loaded: dict[str, Any] = yaml_text.load((FIXTURES / "device-plugin-config-v1.reference.yaml").read_text())
     return loaded
 
 
@@ -220,7 +220,7 @@ def test_time_slicing_entries_and_labels() -> None:
     }
     # Every replica count a pool may ask for has its entry, whatever the pools ask for now.
     assert list(plugin_config["data"]) == ["default"] + [f"time-slicing-{n}" for n in range(2, 65)]
-    parsed = {name: yaml.safe_load(text) for name, text in plugin_config["data"].items()}
+    parsed = {name: yaml_text.load(text) for name, text in plugin_config["data"].items()}
     assert parsed["default"] == {"version": "v1", "flags": {"migStrategy": "single"}}
     for replicas in (4, 8):
         entry = parsed[f"time-slicing-{replicas}"]
@@ -387,7 +387,7 @@ def test_custom_mig_configs_rendered() -> None:
         "default": "all-disabled",
     }
     assert list(mig_config["data"]) == ["config.yaml"]
-    parsed = yaml.safe_load(mig_config["data"]["config.yaml"])
+    parsed = yaml_text.load(mig_config["data"]["config.yaml"])
     assert parsed == {
         "version": "v1",
         "mig-configs": {
@@ -421,7 +421,7 @@ def test_custom_mig_config_keeps_a_user_all_disabled() -> None:
     custom = {"all-disabled": [{"devices": "all", "mig-enabled": False}], **CUSTOM_MIG}
     cfg = config(mig={"config": custom})
     v = values([pool("mig", instance_families=("p5",), mig_profile="h100-sevenths")], operator_config=cfg)
-    parsed = yaml.safe_load(v["migManager"]["config"]["data"]["config.yaml"])
+    parsed = yaml_text.load(v["migManager"]["config"]["data"]["config.yaml"])
     assert list(parsed["mig-configs"]) == ["all-disabled", "h100-mixed", "h100-sevenths"]
 
 
