@@ -17,8 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from components import yaml_text
 from config.cluster import SUPPORTED_KUBERNETES_VERSIONS
 from facts.instance_types import gpu_instance_types
 from scripts.generated import replace_between, update
@@ -39,7 +38,7 @@ def recipes(page: str) -> dict[str, tuple[str, dict[str, Any]]]:
     for match in _RECIPE.finditer(page):
         if match["name"] in found:
             raise ValueError(f"recipe {match['name']} appears twice")
-        found[match["name"]] = (match["base"], yaml.safe_load(match["yaml"]))
+        found[match["name"]] = (match["base"], yaml_text.load(match["yaml"]))
     return found
 
 

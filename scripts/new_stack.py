@@ -16,8 +16,7 @@ import re
 import sys
 from pathlib import Path
 
-import yaml
-
+from components import yaml_text
 from config.production import POLICY_CONFIG, PRODUCTION_RULE, ROOT, production_stacks
 from synth import snapshot
 from synth.runner import run_stack
@@ -144,7 +143,7 @@ def new_stack(
         "out.",
     ]
     text = "\n".join(own_header) + "\n" + text
-    document = yaml.safe_load(text)
+    document = yaml_text.load(text)
     if document["config"]["gpu-eks:cluster"]["name"] != cluster:
         raise NewStackError("could not set gpu-eks:cluster.name in the copy; edit the file by hand")
     path = root / f"Pulumi.{name}.yaml"

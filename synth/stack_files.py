@@ -16,8 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from components import yaml_text
 from config.production import ROOT, production_stacks
 
 
@@ -31,7 +30,7 @@ DEFAULT_VPC_CIDR = "10.0.0.0/16"
 
 
 def _section(stack: str, section: str, root: Path) -> dict[str, Any]:
-    document = yaml.safe_load((root / f"Pulumi.{stack}.yaml").read_text()) or {}
+    document = yaml_text.load((root / f"Pulumi.{stack}.yaml").read_text()) or {}
     value = (document.get("config") or {}).get(f"gpu-eks:{section}") or {}
     return value if isinstance(value, dict) else {}
 

@@ -7,8 +7,8 @@ import textwrap
 from typing import Any
 
 import pytest
-import yaml
 
+from components import yaml_text
 from components.cluster import ApiAccessRule, api_access_rules
 from config.cluster import EndpointConfig
 from config.errors import ConfigError
@@ -180,7 +180,7 @@ def readme_endpoint(step: str) -> dict[str, Any]:
     match = re.search(rf"<!-- prod-endpoint: {step} -->\s*```yaml\n(.*?)```", readme, re.DOTALL)
     assert match, f"docs/private-production.md has no block marked prod-endpoint: {step}"
     block = textwrap.dedent(match.group(1))
-    endpoint: dict[str, Any] = yaml.safe_load(block)["gpu-eks:cluster"]["endpoint"]
+    endpoint: dict[str, Any] = yaml_text.load(block)["gpu-eks:cluster"]["endpoint"]
     return endpoint
 
 
@@ -192,7 +192,7 @@ def prod_with_endpoint(endpoint: dict[str, Any]) -> ProgramRun:
 
 
 def test_the_committed_prod_endpoint_is_the_readmes_first_step() -> None:
-    committed = yaml.safe_load((ROOT / "Pulumi.prod.yaml").read_text())["config"]["gpu-eks:cluster"]
+    committed = yaml_text.load((ROOT / "Pulumi.prod.yaml").read_text())["config"]["gpu-eks:cluster"]
     assert committed["endpoint"] == readme_endpoint("bootstrap")
 
 

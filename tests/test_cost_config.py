@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
+from components import yaml_text
 from config.errors import ConfigError
 from config.stack import parse_stack_config
 from pools.cost import stack_cost
@@ -47,7 +48,7 @@ def test_the_committed_cap_is_just_above_prods_worst_case() -> None:
 
 
 def test_a_refused_cap_exits_2_offline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    document = yaml.safe_load((ROOT / "Pulumi.prod.yaml").read_text())
+    document = yaml_text.load((ROOT / "Pulumi.prod.yaml").read_text())
     document["config"]["gpu-eks:cost"] = {"maxWorstCaseUsdPerHour": 300}
     low = tmp_path / "Pulumi.prod-low.yaml"
     low.write_text(yaml.safe_dump(document))

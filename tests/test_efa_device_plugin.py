@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
+from components import yaml_text
 from components.efa_device_plugin import (
     CHART_TOLERATIONS,
     EFA_NODE_SELECTOR,
@@ -57,13 +57,13 @@ INFERENCE_POOL: dict[str, Any] = {
 
 @functools.cache
 def chart_values() -> dict[str, Any]:
-    loaded: dict[str, Any] = yaml.safe_load((FIXTURES / "chart-values.yaml").read_text())
+    loaded: dict[str, Any] = yaml_text.load((FIXTURES / "chart-values.yaml").read_text())
     return loaded
 
 
 @functools.cache
 def chart_metadata() -> dict[str, Any]:
-    loaded: dict[str, Any] = yaml.safe_load((FIXTURES / "Chart.yaml").read_text())
+    loaded: dict[str, Any] = yaml_text.load((FIXTURES / "Chart.yaml").read_text())
     return loaded
 
 

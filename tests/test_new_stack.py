@@ -5,8 +5,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-import yaml
 
+from components import yaml_text
 from config.production import ROOT, production_stacks
 from config.stack import parse_stack_config
 from scripts.new_stack import NewStackError, free_cidr, main, new_stack
@@ -51,7 +51,7 @@ def test_new_stack_from_prod_gets_its_own_name_network_and_production_listing(re
         f"edited: {name} added to productionStacks",
     )
     assert stacks(repo) == sorted([*before, name])
-    document = yaml.safe_load(path.read_text())["config"]
+    document = yaml_text.load(path.read_text())["config"]
     assert document["gpu-eks:cluster"]["name"] == f"ml-{name}"
     assert document["gpu-eks:network"]["cidr"].endswith("/16")  # the size of prod's
     assert cross_stack_problems(repo) == []  # its own name and a CIDR overlapping no other stack's

@@ -5,8 +5,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
+from components import yaml_text
 from components.cluster import SYSTEM_NODE_SELECTOR
 from components.gpu_node_guard.manifests import manifests
 from config.gpu_node_guard import GpuNodeGuardConfig
@@ -43,7 +43,7 @@ def requests(resources: dict[str, Any]) -> tuple[Any, Any]:
 def test_chart_pods_request_what_their_chart_values_say(
     pod: PodRequests, values: str, path: tuple[str]
 ) -> None:
-    document = yaml.safe_load((FIXTURES / values).read_text())
+    document = yaml_text.load((FIXTURES / values).read_text())
     for key in path:
         document = document[key]
     assert (pod.cpu, pod.memory) == requests(document["resources"])

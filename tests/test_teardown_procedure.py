@@ -12,8 +12,7 @@ import re
 import textwrap
 from typing import Any
 
-import yaml
-
+from components import yaml_text
 from synth.plan import Plan, State, plan, state_of_run
 from synth.runner import ROOT, ProgramRun, run_program, stack_config
 from tests.helpers import closure
@@ -27,7 +26,7 @@ def teardown_block(step: str) -> dict[str, Any]:
     """The `gpu-eks:cluster` settings of the block marked `<!-- prod-teardown: <step> -->`."""
     match = re.search(rf"<!-- prod-teardown: {step} -->\s*```yaml\n(.*?)```", DOC.read_text(), re.DOTALL)
     assert match, f"docs/private-production.md has no block marked prod-teardown: {step}"
-    cluster: dict[str, Any] = yaml.safe_load(textwrap.dedent(match.group(1)))["gpu-eks:cluster"]
+    cluster: dict[str, Any] = yaml_text.load(textwrap.dedent(match.group(1)))["gpu-eks:cluster"]
     return cluster
 
 

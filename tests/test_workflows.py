@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
+from components import yaml_text
 from config.production import production_stacks
 from synth.stack_files import main as stack_files_main
 from synth.stack_files import matrices, stacks
@@ -70,7 +71,7 @@ def actionlint(*files: Path) -> list[dict[str, Any]]:
 
 
 def load(name: str) -> dict[str, Any]:
-    raw: dict[Any, Any] = yaml.safe_load((WORKFLOWS / name).read_text())
+    raw: dict[Any, Any] = yaml_text.load((WORKFLOWS / name).read_text())
     # YAML 1.1 (PyYAML) reads the key `on` as the boolean true.
     return {("on" if key is True else key): value for key, value in raw.items()}
 
@@ -452,7 +453,7 @@ def test_a_failed_preview_is_reported_by_the_last_step(job_name: str) -> None:
     assert report["uses"].split("@")[0] == "actions/github-script"
     assert "preview-failed.cjs" in report["with"]["script"]
     assert "${{" not in report["with"]["script"]  # nothing from the event pasted into code
-    assert report["env"]["PROJECT"] == yaml.safe_load((ROOT / "Pulumi.yaml").read_text())["name"]
+    assert report["env"]["PROJECT"] == yaml_text.load((ROOT / "Pulumi.yaml").read_text())["name"]
     assert report["env"]["STACK_NAME"] == pulumi_step(job)["with"]["stack-name"]
     assert report["env"]["HEAD_SHA"] == "${{ github.event.pull_request.head.sha }}"
     assert "actions/runs/${{ github.run_id }}" in report["env"]["LOG_URL"]
@@ -587,7 +588,7 @@ def test_each_action_is_pinned_to_one_commit_everywhere() -> None:
 
 
 def test_dependabot_keeps_the_actions_and_the_pins_current() -> None:
-    config = yaml.safe_load((ROOT / ".github" / "dependabot.yml").read_text())
+    config = yaml_text.load((ROOT / ".github" / "dependabot.yml").read_text())
     assert config["version"] == 2
     updates = {u["package-ecosystem"]: u for u in config["updates"]}
     assert updates["github-actions"]["directory"] == "/"

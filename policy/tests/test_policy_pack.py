@@ -12,7 +12,6 @@ from typing import Any
 
 import pulumi_policy
 import pytest
-import yaml
 from gpu_eks_policy import ENFORCEMENT_LEVEL, POLICY_PACK_NAME, build_policies, rules
 from gpu_eks_policy.pack import EC2NODECLASS_TYPE, NODEPOOL_TYPE, STACK_ENV_VAR
 from pulumi_policy import (
@@ -23,6 +22,8 @@ from pulumi_policy import (
     ResourceValidationPolicy,
 )
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError, unknown_checking_proxy
+
+from components import yaml_text
 
 POLICY_DIR = Path(__file__).resolve().parent.parent
 REPO_ROOT = POLICY_DIR.parent
@@ -141,7 +142,7 @@ def test_main_builds_the_policy_pack_with_all_policies(monkeypatch: pytest.Monke
 
 
 def test_policy_project_files() -> None:
-    project = yaml.safe_load((POLICY_DIR / "PulumiPolicy.yaml").read_text())
+    project = yaml_text.load((POLICY_DIR / "PulumiPolicy.yaml").read_text())
     assert project["runtime"]["name"] == "python"
     assert (POLICY_DIR / project["runtime"]["options"]["virtualenv"]).resolve() == REPO_ROOT / ".venv"
 

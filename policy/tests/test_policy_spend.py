@@ -15,7 +15,6 @@ from typing import Any
 
 import grpc
 import pytest
-import yaml
 from google.protobuf import struct_pb2
 from gpu_eks_policy import build_policies, spend
 from gpu_eks_policy.pack import STACK_ENV_VAR
@@ -29,6 +28,8 @@ from pulumi_policy import (
 )
 from pulumi_policy.proxy import unknown_checking_proxy
 
+from components import yaml_text
+
 POLICY_DIR = Path(__file__).resolve().parent.parent
 REPO_ROOT = POLICY_DIR.parent
 POLICY = next(
@@ -41,7 +42,7 @@ POLICY = next(
 def declared(stack: str) -> list[dict[str, Any]]:
     """Every resource `stack`'s committed snapshot records, as resources of the engine (the pack picks the
     NodePools and NodeOverlays itself)."""
-    entries = yaml.safe_load((REPO_ROOT / "snapshots" / stack / "resources.yaml").read_text())
+    entries = yaml_text.load((REPO_ROOT / "snapshots" / stack / "resources.yaml").read_text())
     return [e for e in entries if "inputs" in e]  # components have none
 
 
@@ -82,7 +83,7 @@ def test_the_committed_config_caps_prod_as_its_stack_file_does() -> None:
         if stack_file.name == "Pulumi.yaml":
             continue
         stack = stack_file.name.split(".")[1]
-        cost = yaml.safe_load(stack_file.read_text())["config"].get("gpu-eks:cost") or {}
+        cost = yaml_text.load(stack_file.read_text())["config"].get("gpu-eks:cost") or {}
         assert caps.get(stack) == cost.get("maxWorstCaseUsdPerHour"), stack
     assert violations(declared("prod"), policy_config["karpenter-worst-case-spend"]) == []
 

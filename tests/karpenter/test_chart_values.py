@@ -5,8 +5,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
+from components import yaml_text
 from components.karpenter.chart_values import (
     CHART_REPOSITORY,
     CONTROLLER_CHART_NAME,
@@ -21,8 +21,8 @@ from components.karpenter.chart_values import (
 from config.karpenter import KarpenterConfig, KarpenterFeatureGates
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "karpenter-1.14.1"
-CHART_VALUES: dict[str, Any] = yaml.safe_load((FIXTURES / "chart-values.yaml").read_text(encoding="utf-8"))
-CHART: dict[str, Any] = yaml.safe_load((FIXTURES / "Chart.yaml").read_text(encoding="utf-8"))
+CHART_VALUES: dict[str, Any] = yaml_text.load((FIXTURES / "chart-values.yaml").read_text(encoding="utf-8"))
+CHART: dict[str, Any] = yaml_text.load((FIXTURES / "Chart.yaml").read_text(encoding="utf-8"))
 
 FREE_FORM_MAPS = frozenset({"nodeSelector"})
 """Map-typed values whose default is not empty; keys under them are the user's (label keys)."""

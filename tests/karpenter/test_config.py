@@ -4,9 +4,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from pydantic import ValidationError
 
+from components import yaml_text
 from config.karpenter import KARPENTER_VERSION, ControllerResources, KarpenterConfig, KarpenterFeatureGates
 from scripts.config_reference import field_doc
 
@@ -39,8 +39,8 @@ def test_defaults() -> None:
 
 
 def test_defaults_match_the_chart() -> None:
-    chart = yaml.safe_load((FIXTURES / "chart-values.yaml").read_text(encoding="utf-8"))
-    chart_yaml = yaml.safe_load((FIXTURES / "Chart.yaml").read_text(encoding="utf-8"))
+    chart = yaml_text.load((FIXTURES / "chart-values.yaml").read_text(encoding="utf-8"))
+    chart_yaml = yaml_text.load((FIXTURES / "Chart.yaml").read_text(encoding="utf-8"))
     config = KarpenterConfig()
 
     assert config.version == chart_yaml["version"] == chart_yaml["appVersion"]

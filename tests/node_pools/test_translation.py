@@ -5,8 +5,8 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
-import yaml
 
+from components import yaml_text
 from components.karpenter_api import to_manifest
 from components.network import DISCOVERY_TAG
 from components.node_pools import POOL_LABEL, pool_contract, pool_objects, requirements, startup_labels
@@ -320,7 +320,7 @@ def test_the_documented_multi_node_job_fits_prods_training_pool() -> None:
     training pool asks of its pods (its node selector, a toleration for each of its taints)."""
     text = (Path(__file__).resolve().parents[2] / "docs" / "gpu-pools.md").read_text()
     snippet = text.split("<!-- multi-node-job -->\n```yaml\n", 1)[1].split("```", 1)[0]
-    spec = yaml.safe_load(snippet)
+    spec = yaml_text.load(snippet)
     kubernetes_validate.validate(
         {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "pretrain-0"}, "spec": spec},
         "1.35",

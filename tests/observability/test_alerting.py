@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 import contract
+from components import yaml_text
 from components.observability.alerts import AGENT_DOWN, WATCHDOG
 from components.observability.routing import SECRETS_MOUNT, in_cluster_alertmanager_config
 from config.errors import ConfigError
@@ -76,9 +77,9 @@ def _routes(config: dict[str, Any], tmp_path: Path) -> None:
 
 def _definition(stack: ProgramRun) -> dict[str, Any]:
     (definition,) = stack.of_type("aws:amp/alertManagerDefinition:AlertManagerDefinition")
-    document = yaml.safe_load(definition.inputs["definition"])
+    document = yaml_text.load(definition.inputs["definition"])
     assert set(document) == {"alertmanager_config"}  # AMP's format: the configuration as a block
-    config: dict[str, Any] = yaml.safe_load(document["alertmanager_config"])
+    config: dict[str, Any] = yaml_text.load(document["alertmanager_config"])
     return config
 
 

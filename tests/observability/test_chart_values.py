@@ -4,6 +4,7 @@ from typing import Any
 
 import pytest
 
+from components import yaml_text
 from components.cluster import SYSTEM_NODE_SELECTOR
 from components.observability.chart_values import (
     AMP_DATASOURCE_TYPE,
@@ -74,10 +75,9 @@ def test_misspelt_keys_are_caught() -> None:
 
 
 def test_pinned_charts_are_the_vendored_ones() -> None:
-    import yaml
 
-    stack = yaml.safe_load((FIXTURES / "Chart.yaml").read_text())
-    crds = yaml.safe_load((FIXTURES / "prometheus-operator-crds" / "Chart.yaml").read_text())
+    stack = yaml_text.load((FIXTURES / "Chart.yaml").read_text())
+    crds = yaml_text.load((FIXTURES / "prometheus-operator-crds" / "Chart.yaml").read_text())
     assert stack["version"] == STACK_CHART_VERSION
     assert crds["version"] == CRD_CHART_VERSION
     # The CRD chart carries the CRDs of the operator the stack runs.
@@ -85,7 +85,7 @@ def test_pinned_charts_are_the_vendored_ones() -> None:
     # Both subcharts whose values are vendored are the versions the stack depends on.
     dependencies = {d["name"]: d["version"] for d in stack["dependencies"]}
     for name in SUBCHARTS:
-        sub = yaml.safe_load((FIXTURES / name / "Chart.yaml").read_text())
+        sub = yaml_text.load((FIXTURES / name / "Chart.yaml").read_text())
         assert dependencies[name] == sub["version"], name
 
 

@@ -3,9 +3,8 @@
 import json
 from typing import Any
 
-import yaml
-
 import contract
+from components import yaml_text
 from components.observability.chart_values import GRAFANA_SERVICE_ACCOUNT, PROMETHEUS_SERVICE_ACCOUNT
 from components.observability.dashboards import DASHBOARD_LABEL, queries
 from synth.runner import ProgramRun
@@ -43,7 +42,7 @@ def test_prod_declares_the_managed_backend_both_scrapers_dashboards_and_alerts(p
     assert workspace.protect  # prod protects data-bearing resources
     namespace = prod.one("aws:amp/ruleGroupNamespace:RuleGroupNamespace")
     assert namespace.inputs["workspaceId"] == workspace.id
-    groups = yaml.safe_load(namespace.inputs["data"])["groups"]
+    groups = yaml_text.load(namespace.inputs["data"])["groups"]
     assert set(_rules(groups)) >= FIVE_ALERTS
     # The program derives each pool's rules from its config (the thresholds `pools.alerting` computes).
     assert groups == sample_alert_groups(gpu_pools=("gpu-inference", "gpu-training"))

@@ -5,8 +5,8 @@ valid for the vendored v0.93.1 CRDs (tests/support/crd_check.py)."""
 from typing import Any
 
 import pytest
-import yaml
 
+from components import yaml_text
 from components.gpu_node_guard.manifests import METRICS_JOB
 from components.observability.alerts import alert_groups
 from components.observability.component import stack_targets
@@ -101,7 +101,7 @@ def test_prod_scrapes_the_gpu_node_guard_after_the_crds(prod: ProgramRun) -> Non
 
 def test_the_guard_alerts_select_what_its_service_monitor_scrapes(prod: ProgramRun) -> None:
     namespace = prod.one("aws:amp/ruleGroupNamespace:RuleGroupNamespace")
-    groups = yaml.safe_load(namespace.inputs["data"])["groups"]
+    groups = yaml_text.load(namespace.inputs["data"])["groups"]
     rules = {r["alert"]: r for g in groups for r in g["rules"] if "alert" in r}
     service = _guard(prod, "Service").inputs["metadata"]
     assert f'job="{service["name"]}", namespace="{service["namespace"]}"' in rules["GpuNodeGuardDown"]["expr"]

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from components import yaml_text
 from synth.__main__ import main, plan_main
 from synth.runner import ROOT
 
@@ -19,7 +20,7 @@ def test_from_config_plans_against_another_stack_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`--from-config FILE`: the program with FILE's config is the previous state (here: an older AMI)."""
-    document = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
+    document = yaml_text.load((ROOT / "Pulumi.dev.yaml").read_text())
     document["config"]["gpu-eks:nodePools"][0]["ami"] = "al2023@v20260601"
     older = tmp_path / "Pulumi.dev-older.yaml"
     older.write_text(yaml.safe_dump(document))
@@ -53,7 +54,7 @@ def test_from_config_plans_against_another_stack_file(
 
 def test_a_plan_that_cannot_deploy_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Prod's protected cluster renamed in the previous state: replacing it back is refused by `pulumi up`."""
-    document = yaml.safe_load((ROOT / "Pulumi.prod.yaml").read_text())
+    document = yaml_text.load((ROOT / "Pulumi.prod.yaml").read_text())
     document["config"]["gpu-eks:cluster"]["name"] = "ml-prod-old"
     older = tmp_path / "Pulumi.prod-old.yaml"
     older.write_text(yaml.safe_dump(document))
@@ -140,7 +141,7 @@ def test_a_previous_stack_file_pulumi_cannot_load_exits_2_with_its_line(
 def test_a_refused_previous_configuration_prints_as_pulumi_preview_does_and_exits_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    document = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
+    document = yaml_text.load((ROOT / "Pulumi.dev.yaml").read_text())
     document["config"]["gpu-eks:nodePools"][0]["limits"]["nvidia.com/gpu"] = 0
     older = tmp_path / "Pulumi.dev-old.yaml"
     older.write_text(yaml.safe_dump(document))
@@ -177,7 +178,7 @@ def test_a_refused_working_tree_configuration_exits_2(
 
 def _previous_with(tmp_path: Path, section: str, **values: str) -> Path:
     """Pulumi.dev.yaml with `values` set in `section`, as the previous state's stack file."""
-    document = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
+    document = yaml_text.load((ROOT / "Pulumi.dev.yaml").read_text())
     document["config"][f"gpu-eks:{section}"].update(values)
     older = tmp_path / "Pulumi.dev-before.yaml"
     older.write_text(yaml.safe_dump(document))

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from components import yaml_text
 from synth import snapshot
 from synth.__main__ import plan_main
 from synth.plan import previous_state
@@ -56,7 +57,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def edit_and_synth(root: Path) -> None:
     """Raise dev's CPU limit in the stack file, then write its snapshot as `python -m synth dev` does."""
-    document = yaml.safe_load((root / "Pulumi.dev.yaml").read_text())
+    document = yaml_text.load((root / "Pulumi.dev.yaml").read_text())
     document["config"]["gpu-eks:nodePools"][0]["limits"]["cpu"] = "512"
     (root / "Pulumi.dev.yaml").write_text(yaml.safe_dump(document))
     snapshot.write(snapshot.render(run_stack("dev", root)), root / "snapshots" / "dev")

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
+from components import yaml_text
 from config.stack import parse_stack_config
 from pools.cost import pool_cost
 from synth.__main__ import main
@@ -18,7 +19,7 @@ from synth.snapshot import from_yaml, to_yaml
 
 def stack_file(stack: str, tmp_path: Path, change: Any) -> Path:
     """A copy of `Pulumi.<stack>.yaml` with `change(config)` applied."""
-    document = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())
+    document = yaml_text.load((ROOT / f"Pulumi.{stack}.yaml").read_text())
     change(document["config"])
     path = tmp_path / f"Pulumi.{stack}-changed.yaml"
     path.write_text(yaml.safe_dump(document))
@@ -42,8 +43,8 @@ def test_doubling_a_gpu_limit_shows_the_pools_old_and_new_worst_case(
 ) -> None:
     """The working tree's dev stack against one whose GPU limit is half of it: a PR doubling the limit."""
     older = stack_file("dev", tmp_path, halve_dev_gpu_limit)
-    old = worst_case(yaml.safe_load(older.read_text())["config"], "gpu-inference")
-    new = worst_case(yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())["config"], "gpu-inference")
+    old = worst_case(yaml_text.load(older.read_text())["config"], "gpu-inference")
+    new = worst_case(yaml_text.load((ROOT / "Pulumi.dev.yaml").read_text())["config"], "gpu-inference")
     assert (old, new) == ("$8.19/h", "$16.38/h")  # 2 then 4 x g5.16xlarge: 8 then 16 time-slices
 
     assert main(["plan", "dev", "--from-config", str(older)]) == 0
@@ -66,7 +67,7 @@ def test_a_rise_of_25_percent_or_less_is_shown_without_attention(
     older = stack_file(
         "prod", tmp_path, lambda c: c["gpu-eks:nodePools"][0]["limits"].update({"nvidia.com/gpu": "60"})
     )
-    old = worst_case(yaml.safe_load(older.read_text())["config"], "gpu-inference")
+    old = worst_case(yaml_text.load(older.read_text())["config"], "gpu-inference")
     assert main(["plan", "prod", "--from-config", str(older)]) == 0
     text = capsys.readouterr().out
     assert f"  gpu-inference: {old} -> $103.94/h (+3%)" in text

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from components import yaml_text
 from synth.plan import changed_paths
 from synth.runner import ROOT
 from synth.summary import Item, compact, condense, summarise
@@ -17,7 +18,7 @@ SNAPSHOTS = ROOT / "snapshots"
 
 
 def snapshot(path: str) -> Any:
-    return yaml.safe_load((SNAPSHOTS / path).read_text())
+    return yaml_text.load((SNAPSHOTS / path).read_text())
 
 
 def lines(old: Any, new: Any, paths: list[str] | None = None) -> list[str]:
