@@ -10,6 +10,7 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -182,6 +183,25 @@ def test_a_stack_whose_api_not_every_address_reaches_runs_on_the_prod_runner(
 def test_stack_matrices_print_as_github_outputs(capsys: pytest.CaptureFixture[str]) -> None:
     stack_files_main()
     lines = dict(line.split("=", 1) for line in capsys.readouterr().out.splitlines())
+    assert {key: json.loads(value) for key, value in lines.items()} == MATRICES
+
+
+def test_the_stack_matrices_need_only_pyyaml(tmp_path: Path) -> None:
+    """destroy.yml runs `python -m synth.stack_files` on a bare runner Python with PyYAML alone: here without
+    site-packages (`-S`), with PyYAML the only package on the path beside the repository."""
+    only = tmp_path / "site"
+    only.mkdir()
+    (only / "yaml").symlink_to(Path(yaml.__file__).parent)
+    result = subprocess.run(
+        [sys.executable, "-S", "-m", "synth.stack_files"],
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{ROOT}:{only}"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = dict(line.split("=", 1) for line in result.stdout.splitlines())
     assert {key: json.loads(value) for key, value in lines.items()} == MATRICES
 
 
