@@ -180,10 +180,15 @@ def test_a_stack_whose_api_not_every_address_reaches_runs_on_the_prod_runner(
     assert _names(rows["automaticPreview"]) == ([] if prod_runner else ["qa"])
 
 
+def github_outputs(text: str) -> dict[str, str]:
+    """What a step wrote to `$GITHUB_OUTPUT`: one `name=value` line per output."""
+    return dict(line.split("=", 1) for line in text.splitlines())
+
+
 def test_stack_matrices_print_as_github_outputs(capsys: pytest.CaptureFixture[str]) -> None:
     stack_files_main()
-    lines = dict(line.split("=", 1) for line in capsys.readouterr().out.splitlines())
-    assert {key: json.loads(value) for key, value in lines.items()} == MATRICES
+    outputs = github_outputs(capsys.readouterr().out)
+    assert {key: json.loads(value) for key, value in outputs.items()} == MATRICES
 
 
 def test_the_stack_matrices_need_only_pyyaml(tmp_path: Path) -> None:
@@ -201,8 +206,8 @@ def test_the_stack_matrices_need_only_pyyaml(tmp_path: Path) -> None:
         check=False,
     )
     assert result.returncode == 0, result.stderr
-    lines = dict(line.split("=", 1) for line in result.stdout.splitlines())
-    assert {key: json.loads(value) for key, value in lines.items()} == MATRICES
+    outputs = github_outputs(result.stdout)
+    assert {key: json.loads(value) for key, value in outputs.items()} == MATRICES
 
 
 def _names(rows: list[dict[str, Any]]) -> list[str]:
@@ -898,7 +903,7 @@ def run_destroy_stack_step(
         "GITHUB_REF_NAME": "main",
     }
     result = run_captured(["bash", "-e", "-o", "pipefail", "-c", step["run"]], env=env, cwd=ROOT, timeout=60)
-    return result, dict(line.split("=", 1) for line in output.read_text().splitlines())
+    return result, github_outputs(output.read_text())
 
 
 @pytest.mark.parametrize("stack", STACKS)
