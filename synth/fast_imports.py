@@ -1,7 +1,7 @@
 """A faster import of the three provider SDKs, for the offline entry points only (`python -m synth`, tests).
 
 A `sys.meta_path` finder takes over the modules of pulumi_aws, pulumi_kubernetes and pulumi_eks (nothing
-else) and loads each from code compiled with two changes, cached beside the SDK's own bytecode
+else) and loads each from code compiled with three changes, cached beside the SDK's own bytecode
 (`__pycache__/<module>.cpython-311.opt-gpueks<hash>.pyc`, a name Python's own import system never reads):
 
 - **Annotations postponed** (what `from __future__ import annotations` does, PEP 563): a generated `_inputs`
@@ -22,6 +22,13 @@ else) and loads each from code compiled with two changes, cached beside the SDK'
   names, `from package import *` binds the same ones, and a submodule that exports its own name
   (`helm.v3.Release`, `ec2.get_vpc`) stays shadowed by that name as the star import left it. A star import
   whose names the package's own code reads or binds, or that shadows another submodule, stays eager.
+- **Lazy output types**: a generated `outputs` module defines every output type of its service (525 in
+  `pulumi_aws.ec2.outputs`, of which a synth of dev uses 7). Each class is defined when its name is first
+  asked of the module, together with the classes of the module that its code names (in the module's
+  order, so that what a class reads as it is made exists). The SDK names output types through the module
+  (`'outputs.X'`, resolved with `getattr`) and no module star-imports an `outputs` module; `dir()`,
+  `__all__` and a star import give the same names. Only a module of imports, a literal `__all__` and
+  classes is made lazy.
 
 Never used by `pulumi up` or `preview`: `__main__.py` and what it imports never import this module (tested);
 only `synth/__main__.py` and `tests/conftest.py` call `install()`. `GPU_EKS_FAST_PATH=0` turns it off
@@ -39,6 +46,7 @@ import marshal
 import os
 import re
 import sys
+import threading
 import time
 import types
 from collections.abc import Iterable, Iterator
@@ -121,17 +129,21 @@ class Loader(importlib.machinery.SourceFileLoader):
         return self._compiled()[0]
 
     def exec_module(self, module: types.ModuleType) -> None:
-        code, exports = self._compiled()
+        code, exports, classes = self._compiled()
         _RAN.add(module.__name__)
         exec(code, module.__dict__)
         if exports:
             _LAZY_EXPORTS[module.__name__] = exports
             module.__class__ = LazyPackage
+        if classes:
+            _LAZY_CLASSES[module.__name__] = dict(classes)
+            module.__class__ = LazyClasses
 
-    def _compiled(self) -> "tuple[types.CodeType, Exports | None]":
-        """The module's code and lazy exports; a miss is compiled and written to the cache, also where
-        PYTHONDONTWRITEBYTECODE keeps Python from writing its own bytecode (as on this project's machines):
-        the cache is this project's, and each test process would otherwise compile the SDKs again."""
+    def _compiled(self) -> "tuple[types.CodeType, Exports | None, Classes | None]":
+        """The module's code, lazy exports and lazy classes; a miss is compiled and written to the cache, also
+        where PYTHONDONTWRITEBYTECODE keeps Python from writing its own bytecode (as on this project's
+        machines): the cache is this project's, and each test process would otherwise compile the SDKs
+        again."""
         source = Path(self.path)
         cache = Path(cache_path(self.path))
         stamp = _stamp(source)
@@ -141,14 +153,14 @@ class Loader(importlib.machinery.SourceFileLoader):
             data = b""
         if data[:16] == _header(stamp):
             try:
-                code, exports, dependencies = marshal.loads(memoryview(data)[16:])
+                code, exports, dependencies, classes = marshal.loads(memoryview(data)[16:])
                 if all(_stamp(Path(file)) == recorded for file, recorded in dependencies):
-                    return code, exports
+                    return code, exports, classes
             except (OSError, ValueError, EOFError, TypeError):
                 pass  # a dependency gone, or a damaged file: compile again
-        code, exports, dependencies = compile_module(source, self.is_package(self.name))
-        _write(cache, _header(stamp) + marshal.dumps((code, exports, dependencies)))
-        return code, exports
+        code, exports, dependencies, classes = compile_module(source, self.is_package(self.name))
+        _write(cache, _header(stamp) + marshal.dumps((code, exports, dependencies, classes)))
+        return code, exports, classes
 
 
 _RAN: set[str] = set()
@@ -182,6 +194,43 @@ class LazyPackage(types.ModuleType):
         ):
             value = getattr(value, name)
         super().__setattr__(name, value)
+
+
+# A lazy class's name -> (the code that defines it, the lazy classes its code names, its place in the module).
+Classes = dict[str, tuple[types.CodeType, tuple[str, ...], int]]
+_LAZY_CLASSES: dict[str, Classes] = {}
+"""Of each module with lazy classes, those not defined yet."""
+_DEFINING = threading.RLock()
+
+
+class LazyClasses(types.ModuleType):
+    """A provider module whose classes are defined when their names are first used."""
+
+    def __getattr__(self, name: str) -> Any:
+        with _DEFINING:  # a class another thread is making is neither pending nor defined
+            pending = _LAZY_CLASSES.get(self.__name__, {})
+            if name in pending:
+                _define(self, name, pending)
+            if name in self.__dict__:
+                return self.__dict__[name]
+        raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}")
+
+    def __dir__(self) -> list[str]:
+        return sorted({*self.__dict__, *_LAZY_CLASSES.get(self.__name__, {})})
+
+
+def _define(module: types.ModuleType, name: str, pending: Classes) -> None:
+    """Define the class `name` and the pending classes its code names, each after those it names."""
+    wanted, todo = set(), [name]
+    while todo:
+        other = todo.pop()
+        if other in pending and other not in wanted:
+            wanted.add(other)
+            todo += pending[other][1]
+    # In the module's order, which has every class after any class it reads as it is made.
+    for other in sorted(wanted, key=lambda n: pending[n][2]):
+        code = pending.pop(other)[0]
+        exec(code, module.__dict__)
 
 
 def _resolve(package: types.ModuleType, name: str, source: tuple[str, str | None]) -> Any:
@@ -222,8 +271,9 @@ def _write(cache: Path, data: bytes) -> None:
 
 def compile_module(
     source: Path, is_package: bool
-) -> "tuple[types.CodeType, Exports | None, tuple[tuple[str, tuple[int, int]], ...]]":
-    """The fast code of one provider module, a package's lazy exports, and the files that decided them."""
+) -> "tuple[types.CodeType, Exports | None, tuple[tuple[str, tuple[int, int]], ...], Classes | None]":
+    """The fast code of one provider module, a package's lazy exports and the files that decided them, and an
+    `outputs` module's lazy classes."""
     text = source.read_bytes()
     tree = ast.parse(text, str(source))
     exports: Exports | None = None
@@ -232,7 +282,99 @@ def compile_module(
         exports, files = lazy_star_imports(tree, source.parent)
         dependencies = tuple((str(file), _stamp(file)) for file in files)
     postpone_annotations(tree, text)
-    return compile(tree, str(source), "exec", dont_inherit=True), exports or None, dependencies
+    classes = None
+    if source.name == "outputs.py" and not is_package:
+        classes, files = lazy_classes(tree, source)
+        dependencies = tuple((str(file), _stamp(file)) for file in files)
+    return compile(tree, str(source), "exec", dont_inherit=True), exports or None, dependencies, classes
+
+
+# --- Lazy classes ---------------------------------------------------------------------------------------
+
+
+def lazy_classes(tree: ast.Module, source: Path) -> "tuple[Classes | None, list[Path]]":
+    """Take the classes out of a module of imports, a literal `__all__` and classes, and compile each on its
+    own; None (and `tree` untouched) for any other module. Also the files read to decide (what a star import
+    of a sibling binds: `from ._enums import *`). Edits `tree`."""
+    classes = [statement for statement in tree.body if isinstance(statement, ast.ClassDef)]
+    prelude = [statement for statement in tree.body if not isinstance(statement, ast.ClassDef)]
+    names = [statement.name for statement in classes]
+    exported = _literal_all(prelude)
+    stars = [
+        source.parent / f"{node.module}.py"
+        for node in prelude
+        if isinstance(node, ast.ImportFrom) and [alias.name for alias in node.names] == ["*"]
+    ]
+    starred = [star_names(path) for path in stars]
+    bound = set().union(*(bound_names(statement) for statement in prelude), *(n or () for n in starred))
+    if (
+        not classes
+        or exported is None
+        or not set(names) <= set(exported)
+        or len(set(names)) != len(names)
+        or not all(_inert(statement) for statement in prelude)
+        or None in starred
+        # A name bound before its class is defined would be found instead of defining it.
+        or set(names) & bound
+    ):
+        return None, stars
+    reads = [_reads(statement) for statement in classes]
+    if None in reads:
+        return None, stars
+    tree.body = prelude
+    lazy: Classes = {}
+    for index, (statement, read) in enumerate(zip(classes, reads, strict=True)):
+        named = (read or set()) & set(names) - {statement.name}
+        code = compile(ast.Module(body=[statement], type_ignores=[]), str(source), "exec", dont_inherit=True)
+        lazy[statement.name] = (code, tuple(sorted(named)), index)
+    return lazy, stars
+
+
+def _literal_all(statements: list[ast.stmt]) -> list[str] | None:
+    """The module's `__all__` when one statement binds it to a list of strings."""
+    found = [s for s in statements if "__all__" in bound_names(s)]
+    if len(found) != 1 or not isinstance(found[0], ast.Assign) or not isinstance(found[0].value, ast.List):
+        return None
+    values = [element.value if isinstance(element, ast.Constant) else None for element in found[0].value.elts]
+    return [v for v in values if isinstance(v, str)] if all(isinstance(v, str) for v in values) else None
+
+
+def _inert(statement: ast.stmt, top: bool = True) -> bool:
+    """Imports (a star import only of a sibling module, at the top), `__all__`, a docstring, or an `if` of
+    those: nothing that reads a class."""
+    if isinstance(statement, ast.ImportFrom) and any(alias.name == "*" for alias in statement.names):
+        return top and statement.level == 1 and "." not in (statement.module or ".")
+    if isinstance(statement, ast.Import | ast.ImportFrom):
+        return True
+    if isinstance(statement, ast.If):
+        return all(_inert(inner, top=False) for inner in [*statement.body, *statement.orelse])
+    if isinstance(statement, ast.Assign):
+        return bound_names(statement) == {"__all__"}
+    return isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant)
+
+
+_IDENTIFIER = re.compile(r"(?<![\w.])[A-Za-z_]\w*")  # a name, not an attribute (`outputs.X`)
+
+
+def _reads(node: ast.ClassDef) -> set[str] | None:
+    """Every name a class's code may read: its names, and the names in its annotations' strings (postponed or
+    quoted); None if it may bind a module name (`global`, `nonlocal`)."""
+    found = set()
+    annotations: list[ast.expr] = []
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Name):
+            found.add(inner.id)
+        elif isinstance(inner, ast.Global | ast.Nonlocal):
+            return None
+        elif isinstance(inner, ast.arg | ast.AnnAssign) and inner.annotation is not None:
+            annotations.append(inner.annotation)
+        elif isinstance(inner, ast.FunctionDef | ast.AsyncFunctionDef) and inner.returns is not None:
+            annotations.append(inner.returns)
+    for annotation in annotations:
+        for text in ast.walk(annotation):
+            if isinstance(text, ast.Constant) and isinstance(text.value, str):
+                found.update(_IDENTIFIER.findall(text.value))
+    return found
 
 
 # --- Postponed annotations ------------------------------------------------------------------------------

@@ -6,11 +6,14 @@ CI also synthesises every stack with the fast path on and off and compares the b
 """
 
 import ast
+import importlib.util
 import json
 import os
 import subprocess
 import sys
 import textwrap
+import types
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +99,10 @@ def test_the_finder_loads_the_three_providers_and_nothing_else(dev: ProgramRun) 
         and not isinstance(module.__loader__, fast_imports.Loader)
     ]
     assert around == [], "provider modules loaded around the finder"
+    outputs = sys.modules["pulumi_kubernetes.core.v1.outputs"]
+    assert isinstance(outputs, fast_imports.LazyClasses)
+    made = set(outputs.__all__) & set(vars(outputs))
+    assert len(made) < len(outputs.__all__) / 2, "the program's runs made most output types of core/v1"
     finder = fast_imports.Finder()
     for other in ("pulumi", "pulumi.runtime", "pydantic", "yaml", "components", "synth.runner", "grpc"):
         assert finder.find_spec(other) is None, other
@@ -302,10 +309,102 @@ def test_the_cache_is_rebuilt_when_the_source_changes(tmp_path: Path) -> None:
     module = tmp_path / "module.py"
     module.write_text("def f(x: Optional[int]): ...\nfrom typing import Optional\nVALUE = 1\n")
     loader = fast_imports.Loader("module", str(module))
-    code, _ = loader._compiled()
+    code, _, _ = loader._compiled()
     assert Path(fast_imports.cache_path(str(module))).is_file()
     module.write_text("VALUE = 22\n")
     namespace: dict[str, Any] = {}
     exec(loader._compiled()[0], namespace)
     assert namespace["VALUE"] == 22
     assert code is not loader._compiled()[0]
+
+
+OUTPUTS = """
+    import typing
+    from ._enums import *
+    __all__ = ['Base', 'Child', 'Holder', 'Unused', 'Cycle']
+    class Base(dict):
+        KIND = 'base'
+    class Child(Base):  # reads Base as it is made
+        KIND = Base.KIND + '/child'
+    class Holder(dict):
+        def child(self) -> typing.Optional['Child']: ...
+        def make(self):
+            return Unused()  # names Unused only when called
+    class Unused(dict):
+        def back(self) -> 'Cycle': ...
+    class Cycle(dict):
+        def back(self) -> 'Unused': ...
+"""
+
+
+def _outputs_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
+    """OUTPUTS as the `outputs.py` of a package beside an `_enums` module, run by the fast loader as the
+    finder runs a provider's."""
+    name = f"lazy_{tmp_path.name}"
+    package = tmp_path / name
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "_enums.py").write_text("__all__ = ['Colour']\nColour = 'enum'\n")
+    (package / "outputs.py").write_text(textwrap.dedent(OUTPUTS))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    loader = fast_imports.Loader(f"{name}.outputs", str(package / "outputs.py"))
+    spec = importlib.util.spec_from_file_location(loader.name, loader.path, loader=loader)
+    assert spec is not None
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, loader.name, module)
+    loader.exec_module(module)
+    return module
+
+
+def test_an_outputs_module_defines_a_class_when_its_name_is_first_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module = _outputs_module(tmp_path, monkeypatch)
+    assert isinstance(module, fast_imports.LazyClasses)
+    assert {"Base", "Child", "Holder", "Unused", "Cycle"}.isdisjoint(vars(module))
+    assert {"Base", "Child", "Holder", "Unused", "Cycle", "Colour", "typing"} <= set(dir(module))
+    assert module.Child.KIND == "base/child"
+    assert {"Base", "Child"} <= set(vars(module))
+    assert "Holder" not in vars(module)
+    assert isinstance(module.Holder().make(), module.Unused)  # defined with the class that names it
+    assert "Cycle" in vars(module)  # named by Unused, which Holder names
+    assert module.Child is module.Child
+    with pytest.raises(AttributeError, match="has no attribute 'Missing'"):
+        module.Missing  # noqa: B018
+    namespace: dict[str, Any] = {}
+    exec(f"from {module.__name__} import *", namespace)
+    assert sorted(namespace.keys() - {"__builtins__"}) == ["Base", "Child", "Cycle", "Holder", "Unused"]
+
+
+def test_a_class_made_lazily_comes_with_the_classes_its_hints_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The SDK resolves hints in a copy of the module's namespace (pulumi/_types.py `_globals_for_cls`), where
+    a class not made yet would be missing."""
+    module = _outputs_module(tmp_path, monkeypatch)
+    holder = module.Holder
+    namespace = dict(vars(module))
+    child = namespace["Child"]
+    assert typing.get_type_hints(holder.child, namespace) == {"return": child | None}
+
+
+@pytest.mark.parametrize(
+    ("source", "why"),
+    [
+        ("__all__ = ['A']\nclass A(dict): ...\nREGISTRY = [A]\n", "module code reads a class"),
+        ("class A(dict): ...\n", "no __all__: a star import takes what the namespace holds"),
+        ("__all__ = ['A']\nclass A(dict): ...\nclass B(dict): ...\n", "a class a star import would not bind"),
+        ("__all__ = ['A']\nfrom json import *\nclass A(dict): ...\n", "a star import of what it cannot tell"),
+        ("__all__ = ['Colour']\nfrom ._enums import *\nclass Colour(dict): ...\n", "a name bound before"),
+        ("__all__ = ['A']\nclass A(dict): ...\nclass A(dict): ...\n", "defined twice"),
+        ("__all__ = ['A']\nclass A(dict):\n    def f(self):\n        global X\n", "binds a module name"),
+    ],
+)
+def test_an_outputs_module_of_anything_else_stays_as_python_makes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str, why: str
+) -> None:
+    tree = ast.parse(source)
+    (tmp_path / "_enums.py").write_text("__all__ = ['Colour']\nColour = 'enum'\n")
+    classes, _ = fast_imports.lazy_classes(tree, tmp_path / "outputs.py")
+    assert classes is None, why
+    assert ast.unparse(tree) == ast.unparse(ast.parse(source)), why
