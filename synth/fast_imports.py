@@ -1,7 +1,7 @@
 """A faster import of the three provider SDKs, for the offline entry points only (`python -m synth`, tests).
 
 A `sys.meta_path` finder takes over the modules of pulumi_aws, pulumi_kubernetes and pulumi_eks (nothing
-else) and loads each from code compiled with three changes, cached beside the SDK's own bytecode
+else) and loads each from code compiled with these changes, cached beside the SDK's own bytecode
 (`__pycache__/<module>.cpython-311.opt-gpueks<hash>.pyc`, a name Python's own import system never reads):
 
 - **Annotations postponed** (what `from __future__ import annotations` does, PEP 563): a generated `_inputs`
@@ -22,13 +22,16 @@ else) and loads each from code compiled with three changes, cached beside the SD
   names, `from package import *` binds the same ones, and a submodule that exports its own name
   (`helm.v3.Release`, `ec2.get_vpc`) stays shadowed by that name as the star import left it. A star import
   whose names the package's own code reads or binds, or that shadows another submodule, stays eager.
-- **Lazy output types**: a generated `outputs` module defines every output type of its service (525 in
-  `pulumi_aws.ec2.outputs`, of which a synth of dev uses 7). Each class is defined when its name is first
-  asked of the module, together with the classes of the module that its code names (in the module's
-  order, so that what a class reads as it is made exists). The SDK names output types through the module
-  (`'outputs.X'`, resolved with `getattr`) and no module star-imports an `outputs` module; `dir()`,
-  `__all__` and a star import give the same names. Only a module of imports, a literal `__all__` and
-  classes is made lazy.
+- **Lazy input and output types**: a generated `_inputs` or `outputs` module defines every type of its
+  service (706 and 525 in pulumi_aws.ec2, of which a synth of dev uses 18 and 7). Each class is defined
+  when its name is first asked of the module, with the classes of the module that its code names (in the
+  module's order, so that what a class reads as it is made exists). Only a module of imports, a literal
+  `__all__` and classes is made lazy; `dir()`, `__all__` and a star import give the same names. The SDK
+  resolves the types a hint names (`'outputs.X'`, `'XArgs'`) in a copy of the namespace of the module that
+  names them, so every name a module's text holds stays bound at once: a resource module's
+  `from ._inputs import *` binds those and leaves each other name to its first use (the module's `dir()`
+  lists it), and stays eager wherever code could reach a name without naming it (`globals()`, another
+  star import that cannot be told).
 
 Never used by `pulumi up` or `preview`: `__main__.py` and what it imports never import this module (tested);
 only `synth/__main__.py` and `tests/conftest.py` call `install()`. `GPU_EKS_FAST_PATH=0` turns it off
@@ -38,6 +41,7 @@ only `synth/__main__.py` and `tests/conftest.py` call `install()`. `GPU_EKS_FAST
 
 import argparse
 import ast
+import functools
 import hashlib
 import importlib
 import importlib.machinery
@@ -134,7 +138,7 @@ class Loader(importlib.machinery.SourceFileLoader):
         exec(code, module.__dict__)
         if exports:
             _LAZY_EXPORTS[module.__name__] = exports
-            module.__class__ = LazyPackage
+            module.__class__ = LazyExports
         if classes:
             _LAZY_CLASSES[module.__name__] = dict(classes)
             module.__class__ = LazyClasses
@@ -169,8 +173,9 @@ Exports = dict[str, tuple[str, str | None]]
 _LAZY_EXPORTS: dict[str, Exports] = {}
 
 
-class LazyPackage(types.ModuleType):
-    """A provider package whose star imports run when one of their names is first used."""
+class LazyExports(types.ModuleType):
+    """A provider package whose star imports run when one of their names is first used, or a module whose star
+    import of `_inputs` binds a name when it is first used."""
 
     def __getattr__(self, name: str) -> Any:
         exports = _LAZY_EXPORTS.get(self.__name__, {})
@@ -234,9 +239,10 @@ def _define(module: types.ModuleType, name: str, pending: Classes) -> None:
 
 
 def _resolve(package: types.ModuleType, name: str, source: tuple[str, str | None]) -> Any:
-    """Import the submodule a lazy name comes from and bind the name as the star import would have."""
+    """Import the submodule a lazy name comes from (of the package, or beside the module) and bind the name as
+    the star import would have."""
     submodule, attribute = source
-    module = importlib.import_module(f"{package.__name__}.{submodule}")
+    module = importlib.import_module(f"{package.__package__}.{submodule}")
     value = module if attribute is None else getattr(module, attribute)
     package.__dict__[name] = value
     return value
@@ -283,8 +289,11 @@ def compile_module(
         dependencies = tuple((str(file), _stamp(file)) for file in files)
     postpone_annotations(tree, text)
     classes = None
-    if source.name == "outputs.py" and not is_package:
+    if source.name in ("outputs.py", "_inputs.py") and not is_package:
         classes, files = lazy_classes(tree, source)
+        dependencies = tuple((str(file), _stamp(file)) for file in files)
+    elif not is_package:
+        exports, files = lazy_inputs_import(tree, source, text)
         dependencies = tuple((str(file), _stamp(file)) for file in files)
     return compile(tree, str(source), "exec", dont_inherit=True), exports or None, dependencies, classes
 
@@ -330,6 +339,65 @@ def lazy_classes(tree: ast.Module, source: Path) -> "tuple[Classes | None, list[
     return lazy, stars
 
 
+def lazy_inputs_import(tree: ast.Module, source: Path, text: bytes) -> tuple[Exports, list[Path]]:
+    """A module's `from ._inputs import *` (every resource module has one): bind at once each name that the
+    module's text (`text`) holds anywhere or that another statement binds, and the others when first used;
+    return those, and the files read to decide. Edits `tree`."""
+    stars = [
+        statement
+        for statement in tree.body
+        if isinstance(statement, ast.ImportFrom)
+        and statement.level == 1
+        and statement.module == "_inputs"
+        and [alias.name for alias in statement.names] == ["*"]
+    ]
+    if len(stars) != 1:
+        return {}, []
+    others = [statement for statement in tree.body if statement is not stars[0]]
+    siblings = [
+        source.parent / f"{statement.module}.py"
+        for statement in others
+        if isinstance(statement, ast.ImportFrom)
+        and statement.level == 1
+        and [alias.name for alias in statement.names] == ["*"]
+    ]
+    files = [source.parent / "_inputs.py", *siblings]
+    exported = star_names(files[0])
+    # What another star import of a sibling (`from ._enums import *`) binds, before or after this one.
+    starred = [star_names(path) for path in siblings]
+    bound = set().union(*(bound_names(statement) for statement in others), *(n or () for n in starred))
+    # Every word of the text: the names its code reads (annotations postponed or quoted too), and more.
+    words = {word.decode() for word in _WORD.findall(text)}
+    if (
+        exported is None
+        or None in starred
+        or len(siblings) != sum(1 for statement in others if _STAR in bound_names(statement))
+        or _reaches_unnamed(tree, words)
+    ):
+        return {}, files
+    eager = [name for name in exported if name in words | bound]
+    replacement: ast.stmt = (
+        ast.ImportFrom(module="_inputs", names=[ast.alias(name) for name in eager], level=1)
+        if eager
+        # Import it all the same (what the module runs does not change), binding nothing.
+        else ast.Expr(ast.parse('__import__("_inputs", globals(), None, ("*",), 1)', mode="eval").body)
+    )
+    tree.body[tree.body.index(stars[0])] = ast.fix_missing_locations(ast.copy_location(replacement, stars[0]))
+    return {name: ("_inputs", name) for name in exported if name not in eager}, files
+
+
+_WORD = re.compile(rb"[A-Za-z_]\w*")
+
+
+def _reaches_unnamed(tree: ast.Module, words: set[str]) -> bool:
+    """Whether the module's code could reach a name of its namespace without naming it (`globals()`,
+    `vars()`, `eval`...); looked for in the tree only where its text has such a word."""
+    if not words & _NAMESPACE_CALLS:
+        return False
+    reads = _reads(tree)
+    return reads is None or bool(reads & _NAMESPACE_CALLS)
+
+
 def _literal_all(statements: list[ast.stmt]) -> list[str] | None:
     """The module's `__all__` when one statement binds it to a list of strings."""
     found = [s for s in statements if "__all__" in bound_names(s)]
@@ -356,8 +424,8 @@ def _inert(statement: ast.stmt, top: bool = True) -> bool:
 _IDENTIFIER = re.compile(r"(?<![\w.])[A-Za-z_]\w*")  # a name, not an attribute (`outputs.X`)
 
 
-def _reads(node: ast.ClassDef) -> set[str] | None:
-    """Every name a class's code may read: its names, and the names in its annotations' strings (postponed or
+def _reads(node: ast.AST) -> set[str] | None:
+    """Every name code may read: its names, and the names in its annotations' strings (postponed or
     quoted); None if it may bind a module name (`global`, `nonlocal`)."""
     found = set()
     annotations: list[ast.expr] = []
@@ -619,9 +687,17 @@ _ALL_LITERAL = re.compile(r"^__all__ = (\[[^\]]*\])", re.MULTILINE)
 
 def star_names(path: Path) -> list[str] | None:
     """The names `from <module> import *` binds: its literal `__all__`, else its public top-level names; None
-    when that cannot be told without running it (a subpackage, a computed `__all__`, conditional bindings)."""
+    when that cannot be told without running it (a subpackage, a computed `__all__`, conditional bindings).
+    Read once per version of the file (every resource module of a service asks about its `_inputs`)."""
     if not path.is_file():
         return None
+    names = _star_names(str(path), _stamp(path))
+    return None if names is None else list(names)
+
+
+@functools.cache
+def _star_names(file: str, stamp: tuple[int, int]) -> tuple[str, ...] | None:
+    path = Path(file)
     source = path.read_text(encoding="utf-8")
     if source.count("__all__") == 1:
         match = _ALL_LITERAL.search(source)
@@ -630,7 +706,7 @@ def star_names(path: Path) -> list[str] | None:
                 names = ast.literal_eval(match[1])
             except (ValueError, SyntaxError):
                 return None
-            return names if all(isinstance(n, str) and n.isidentifier() for n in names) else None
+            return tuple(names) if all(isinstance(n, str) and n.isidentifier() for n in names) else None
         return None
     if "__all__" in source:
         return None
@@ -657,7 +733,7 @@ def star_names(path: Path) -> list[str] | None:
     names = set().union(*(bound_names(statement) for statement in tree.body))
     if _STAR in names:
         return None
-    return sorted(name for name in names if not name.startswith("_"))
+    return tuple(sorted(name for name in names if not name.startswith("_")))
 
 
 _NAMESPACE_CALLS = frozenset({"globals", "vars", "exec", "eval", "setattr", "__import__"})

@@ -99,10 +99,14 @@ def test_the_finder_loads_the_three_providers_and_nothing_else(dev: ProgramRun) 
         and not isinstance(module.__loader__, fast_imports.Loader)
     ]
     assert around == [], "provider modules loaded around the finder"
-    outputs = sys.modules["pulumi_kubernetes.core.v1.outputs"]
-    assert isinstance(outputs, fast_imports.LazyClasses)
-    made = set(outputs.__all__) & set(vars(outputs))
-    assert len(made) < len(outputs.__all__) / 2, "the program's runs made most output types of core/v1"
+    for types_module in ("outputs", "_inputs"):
+        lazy = sys.modules[f"pulumi_kubernetes.core.v1.{types_module}"]
+        assert isinstance(lazy, fast_imports.LazyClasses)
+        made = set(lazy.__all__) & set(vars(lazy))
+        assert len(made) < len(lazy.__all__) / 2, (
+            f"the program's runs made most classes of core.v1.{types_module}"
+        )
+    assert isinstance(sys.modules["pulumi_kubernetes.core.v1.Namespace"], fast_imports.LazyExports)
     finder = fast_imports.Finder()
     for other in ("pulumi", "pulumi.runtime", "pydantic", "yaml", "components", "synth.runner", "grpc"):
         assert finder.find_spec(other) is None, other
@@ -337,23 +341,31 @@ OUTPUTS = """
 """
 
 
-def _outputs_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
-    """OUTPUTS as the `outputs.py` of a package beside an `_enums` module, run by the fast loader as the
-    finder runs a provider's."""
+def _fast_modules(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: dict[str, str]
+) -> dict[str, types.ModuleType]:
+    """A package of `files` beside an `_enums` module; each file run by the fast loader as the finder runs a
+    provider's, in the order given."""
     name = f"lazy_{tmp_path.name}"
     package = tmp_path / name
     package.mkdir()
     (package / "__init__.py").write_text("")
     (package / "_enums.py").write_text("__all__ = ['Colour']\nColour = 'enum'\n")
-    (package / "outputs.py").write_text(textwrap.dedent(OUTPUTS))
     monkeypatch.syspath_prepend(str(tmp_path))
-    loader = fast_imports.Loader(f"{name}.outputs", str(package / "outputs.py"))
-    spec = importlib.util.spec_from_file_location(loader.name, loader.path, loader=loader)
-    assert spec is not None
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, loader.name, module)
-    loader.exec_module(module)
-    return module
+    modules = {}
+    for file, source in files.items():
+        (package / file).write_text(textwrap.dedent(source))
+        loader = fast_imports.Loader(f"{name}.{file.removesuffix('.py')}", str(package / file))
+        spec = importlib.util.spec_from_file_location(loader.name, loader.path, loader=loader)
+        assert spec is not None
+        modules[file] = importlib.util.module_from_spec(spec)
+        monkeypatch.setitem(sys.modules, loader.name, modules[file])
+        loader.exec_module(modules[file])
+    return modules
+
+
+def _outputs_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
+    return _fast_modules(tmp_path, monkeypatch, {"outputs.py": OUTPUTS})["outputs.py"]
 
 
 def test_an_outputs_module_defines_a_class_when_its_name_is_first_used(
@@ -407,4 +419,79 @@ def test_an_outputs_module_of_anything_else_stays_as_python_makes_it(
     (tmp_path / "_enums.py").write_text("__all__ = ['Colour']\nColour = 'enum'\n")
     classes, _ = fast_imports.lazy_classes(tree, tmp_path / "outputs.py")
     assert classes is None, why
+    assert ast.unparse(tree) == ast.unparse(ast.parse(source)), why
+
+
+INPUTS = """
+    from ._enums import *
+    __all__ = ['AArgs', 'BArgs', 'Shadowed']
+    class AArgs(dict): ...
+    class BArgs(dict): ...
+    class Shadowed(dict): ...
+"""
+
+
+def test_a_modules_star_import_of_inputs_binds_the_names_its_code_reads_and_the_rest_when_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    modules = _fast_modules(
+        tmp_path,
+        monkeypatch,
+        {
+            "_inputs.py": INPUTS,
+            "resource.py": """
+                from ._enums import *
+                from ._inputs import *
+                __all__ = ['Resource']
+                class Resource:
+                    def __init__(self, a: 'AArgs'): ...
+                Shadowed = 'its own'
+            """,
+        },
+    )
+    inputs, resource = modules["_inputs.py"], modules["resource.py"]
+    assert isinstance(inputs, fast_imports.LazyClasses)
+    assert isinstance(resource, fast_imports.LazyExports)
+    assert vars(resource)["AArgs"] is inputs.AArgs  # its annotation names it: bound by the import
+    assert "BArgs" not in vars(resource)
+    assert "BArgs" not in vars(inputs)
+    assert {"AArgs", "BArgs", "Shadowed", "Colour", "Resource"} <= set(dir(resource))
+    assert resource.BArgs is inputs.BArgs
+    assert resource.Shadowed == "its own"  # bound after the star import, as Python leaves it
+    assert resource.Colour == "enum"
+    namespace: dict[str, Any] = {}
+    exec(f"from {resource.__name__} import *", namespace)
+    assert sorted(namespace.keys() - {"__builtins__"}) == ["Resource"]
+
+
+def test_a_module_that_reads_no_input_type_still_imports_inputs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    modules = _fast_modules(
+        tmp_path, monkeypatch, {"_inputs.py": INPUTS, "function.py": "from ._inputs import *\nVALUE = 1\n"}
+    )
+    source = "from ._inputs import *\nVALUE = 1\n"
+    tree = ast.parse(source)
+    fast_imports.lazy_inputs_import(
+        tree, Path(modules["_inputs.py"].__file__ or "").with_name("function.py"), source.encode()
+    )
+    assert ast.unparse(tree) == "__import__('_inputs', globals(), None, ('*',), 1)\nVALUE = 1"
+    assert modules["function.py"].AArgs is modules["_inputs.py"].AArgs
+
+
+@pytest.mark.parametrize(
+    ("source", "why"),
+    [
+        ("from json import *\nfrom ._inputs import *\n", "another star import could bind any name"),
+        ("from ._inputs import *\nNAMES = globals()\n", "code that reads the namespace"),
+        ("from ._inputs import *\nfrom ._inputs import *\n", "two of them"),
+    ],
+)
+def test_a_star_import_of_inputs_stays_eager_where_that_could_differ(
+    tmp_path: Path, source: str, why: str
+) -> None:
+    (tmp_path / "_inputs.py").write_text(textwrap.dedent(INPUTS))
+    (tmp_path / "_enums.py").write_text("__all__ = ['Colour']\nColour = 'enum'\n")
+    tree = ast.parse(source)
+    assert fast_imports.lazy_inputs_import(tree, tmp_path / "resource.py", source.encode())[0] == {}, why
     assert ast.unparse(tree) == ast.unparse(ast.parse(source)), why

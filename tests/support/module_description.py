@@ -3,7 +3,7 @@
     .venv/bin/python -m tests.support.module_description --compare [--thorough]
 
 For each module: the names `dir()` lists and what each loaded one is (once a module that is not a package
-has been asked for the names its `__all__` exports, as a star import asks); for each class defined there, what
+has been asked for every name `dir()` lists); for each class defined there, what
 pulumi's type machinery derives from its annotations (pulumi/_types.py: the input, output and resource
 property types, which `typing.get_type_hints` resolves), its properties, a TypedDict's keys and hints.
 `--thorough` adds every function's and method's signature and `typing.get_type_hints` (ten times slower: run
@@ -135,10 +135,11 @@ def describe(name: str, thorough: bool = False) -> dict[str, Any]:
     """One loaded module as described above."""
     module = _load(sys.modules[name])
     if not hasattr(module, "__path__"):
-        # What a star import binds, asked for as it asks (the fast imports define an `outputs` module's
-        # classes when first asked); a package's names would import all its submodules.
-        for exported in getattr(module, "__all__", ()):
-            getattr(module, exported, None)
+        # Every name `dir()` lists, asked for (the fast imports define an `outputs` or `_inputs` module's
+        # classes, and bind a module's names from its star import of `_inputs`, when first asked); a
+        # package's names would import all its submodules.
+        for listed in dir(module):
+            getattr(module, listed, None)
     loaded = vars(module)
     found: dict[str, Any] = {"dir": dir(module), "values": {n: _what(v) for n, v in sorted(loaded.items())}}
     for attribute, value in sorted(loaded.items()):
