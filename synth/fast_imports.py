@@ -372,7 +372,7 @@ def lazy_inputs_import(tree: ast.Module, source: Path, text: bytes) -> tuple[Exp
         exported is None
         or None in starred
         or len(siblings) != sum(1 for statement in others if _STAR in bound_names(statement))
-        or _reaches_unnamed(tree, words)
+        or _reaches_unnamed(tree, text, words)
     ):
         return {}, files
     eager = [name for name in exported if name in words | bound]
@@ -389,9 +389,12 @@ def lazy_inputs_import(tree: ast.Module, source: Path, text: bytes) -> tuple[Exp
 _WORD = re.compile(rb"[A-Za-z_]\w*")
 
 
-def _reaches_unnamed(tree: ast.Module, words: set[str]) -> bool:
+def _reaches_unnamed(tree: ast.Module, text: bytes, words: set[str]) -> bool:
     """Whether the module's code could reach a name of its namespace without naming it (`globals()`,
-    `vars()`, `eval`...); looked for in the tree only where its text has such a word."""
+    `vars()`, `eval`..., a function's `__globals__`, the module through `sys.modules` or `importlib`); looked
+    for in the tree only where its text has such a word."""
+    if re.search(rb"__globals__|\bsys\.modules\b|\bimportlib\b", text):
+        return True
     if not words & _NAMESPACE_CALLS:
         return False
     reads = _reads(tree)

@@ -484,6 +484,7 @@ def test_a_module_that_reads_no_input_type_still_imports_inputs(
     [
         ("from json import *\nfrom ._inputs import *\n", "another star import could bind any name"),
         ("from ._inputs import *\nNAMES = globals()\n", "code that reads the namespace"),
+        ("import sys\nfrom ._inputs import *\nNAMES = sys.modules[__name__].__dict__\n", "and so does this"),
         ("from ._inputs import *\nfrom ._inputs import *\n", "two of them"),
     ],
 )
