@@ -298,7 +298,7 @@ def compile_module(
     return compile(tree, str(source), "exec", dont_inherit=True), exports or None, dependencies, classes
 
 
-# --- Lazy classes ---------------------------------------------------------------------------------------
+# --- Lazy classes and names -----------------------------------------------------------------------------
 
 
 def lazy_classes(tree: ast.Module, source: Path) -> "tuple[Classes | None, list[Path]]":
