@@ -56,7 +56,7 @@ import types
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from synth.fast_path import fast_path
 
@@ -278,24 +278,39 @@ def _write(cache: Path, data: bytes) -> None:
 def compile_module(
     source: Path, is_package: bool
 ) -> "tuple[types.CodeType, Exports | None, tuple[tuple[str, tuple[int, int]], ...], Classes | None]":
-    """The fast code of one provider module, a package's lazy exports and the files that decided them, and an
-    `outputs` module's lazy classes."""
+    """The fast code of one provider module; a package's lazy exports, an `_inputs` or `outputs` module's lazy
+    classes, or another module's lazy names from its star import of `_inputs`; and the files that decided
+    them."""
     text = source.read_bytes()
     tree = ast.parse(text, str(source))
     exports: Exports | None = None
-    dependencies: tuple[tuple[str, tuple[int, int]], ...] = ()
+    classes: Classes | None = None
+    files: list[Path] = []
     if is_package:
         exports, files = lazy_star_imports(tree, source.parent)
-        dependencies = tuple((str(file), _stamp(file)) for file in files)
     postpone_annotations(tree, text)
-    classes = None
-    if source.name in ("outputs.py", "_inputs.py") and not is_package:
+    if not is_package and source.name in ("outputs.py", "_inputs.py"):
         classes, files = lazy_classes(tree, source)
-        dependencies = tuple((str(file), _stamp(file)) for file in files)
     elif not is_package:
         exports, files = lazy_inputs_import(tree, source, text)
-        dependencies = tuple((str(file), _stamp(file)) for file in files)
+    # (A sibling module that is not there decided nothing: importing the module fails as it would anyway.)
+    dependencies = tuple((str(file), _stamp(file)) for file in files if file.is_file())
     return compile(tree, str(source), "exec", dont_inherit=True), exports or None, dependencies, classes
+
+
+def _is_star_import(statement: ast.AST) -> TypeGuard[ast.ImportFrom]:
+    return isinstance(statement, ast.ImportFrom) and [alias.name for alias in statement.names] == ["*"]
+
+
+def _sibling_stars(statements: list[ast.stmt], directory: Path) -> tuple[list[Path], list[list[str] | None]]:
+    """The modules beside this one that `statements` star-import (`from ._enums import *`), and the names each
+    import binds (None where that cannot be told)."""
+    paths = [
+        directory / f"{statement.module}.py"
+        for statement in statements
+        if _is_star_import(statement) and statement.level == 1 and "." not in (statement.module or ".")
+    ]
+    return paths, [star_names(path) for path in paths]
 
 
 # --- Lazy classes and names -----------------------------------------------------------------------------
@@ -309,12 +324,7 @@ def lazy_classes(tree: ast.Module, source: Path) -> "tuple[Classes | None, list[
     prelude = [statement for statement in tree.body if not isinstance(statement, ast.ClassDef)]
     names = [statement.name for statement in classes]
     exported = _literal_all(prelude)
-    stars = [
-        source.parent / f"{node.module}.py"
-        for node in prelude
-        if isinstance(node, ast.ImportFrom) and [alias.name for alias in node.names] == ["*"]
-    ]
-    starred = [star_names(path) for path in stars]
+    stars, starred = _sibling_stars(prelude, source.parent)
     bound = set().union(*(bound_names(statement) for statement in prelude), *(n or () for n in starred))
     if (
         not classes
@@ -346,25 +356,15 @@ def lazy_inputs_import(tree: ast.Module, source: Path, text: bytes) -> tuple[Exp
     stars = [
         statement
         for statement in tree.body
-        if isinstance(statement, ast.ImportFrom)
-        and statement.level == 1
-        and statement.module == "_inputs"
-        and [alias.name for alias in statement.names] == ["*"]
+        if _is_star_import(statement) and statement.level == 1 and statement.module == "_inputs"
     ]
     if len(stars) != 1:
         return {}, []
     others = [statement for statement in tree.body if statement is not stars[0]]
-    siblings = [
-        source.parent / f"{statement.module}.py"
-        for statement in others
-        if isinstance(statement, ast.ImportFrom)
-        and statement.level == 1
-        and [alias.name for alias in statement.names] == ["*"]
-    ]
+    # What another star import of a sibling (`from ._enums import *`) binds, before or after this one.
+    siblings, starred = _sibling_stars(others, source.parent)
     files = [source.parent / "_inputs.py", *siblings]
     exported = star_names(files[0])
-    # What another star import of a sibling (`from ._enums import *`) binds, before or after this one.
-    starred = [star_names(path) for path in siblings]
     bound = set().union(*(bound_names(statement) for statement in others), *(n or () for n in starred))
     # Every word of the text: the names its code reads (annotations postponed or quoted too), and more.
     words = {word.decode() for word in _WORD.findall(text)}
@@ -413,7 +413,7 @@ def _literal_all(statements: list[ast.stmt]) -> list[str] | None:
 def _inert(statement: ast.stmt, top: bool = True) -> bool:
     """Imports (a star import only of a sibling module, at the top), `__all__`, a docstring, or an `if` of
     those: nothing that reads a class."""
-    if isinstance(statement, ast.ImportFrom) and any(alias.name == "*" for alias in statement.names):
+    if _is_star_import(statement):
         return top and statement.level == 1 and "." not in (statement.module or ".")
     if isinstance(statement, ast.Import | ast.ImportFrom):
         return True
@@ -638,11 +638,10 @@ def lazy_star_imports(tree: ast.Module, directory: Path) -> tuple[Exports, list[
     stars = {
         statement.module: statement
         for statement in tree.body
-        if isinstance(statement, ast.ImportFrom)
+        if _is_star_import(statement)
         and statement.level == 1
         and statement.module
         and "." not in statement.module
-        and [alias.name for alias in statement.names] == ["*"]
     }
     if not stars:
         return {}, []

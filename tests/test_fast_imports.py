@@ -322,6 +322,8 @@ def test_the_cache_is_rebuilt_when_the_source_changes(tmp_path: Path) -> None:
     assert code is not loader._compiled()[0]
 
 
+ENUMS = "__all__ = ['Colour']\nColour = 'enum'\n"
+"""The `_enums` module beside each module these tests compile."""
 OUTPUTS = """
     import typing
     from ._enums import *
@@ -350,7 +352,7 @@ def _fast_modules(
     package = tmp_path / name
     package.mkdir()
     (package / "__init__.py").write_text("")
-    (package / "_enums.py").write_text("__all__ = ['Colour']\nColour = 'enum'\n")
+    (package / "_enums.py").write_text(ENUMS)
     monkeypatch.syspath_prepend(str(tmp_path))
     modules = {}
     for file, source in files.items():
@@ -416,7 +418,7 @@ def test_an_outputs_module_of_anything_else_stays_as_python_makes_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str, why: str
 ) -> None:
     tree = ast.parse(source)
-    (tmp_path / "_enums.py").write_text("__all__ = ['Colour']\nColour = 'enum'\n")
+    (tmp_path / "_enums.py").write_text(ENUMS)
     classes, _ = fast_imports.lazy_classes(tree, tmp_path / "outputs.py")
     assert classes is None, why
     assert ast.unparse(tree) == ast.unparse(ast.parse(source)), why
@@ -467,10 +469,8 @@ def test_a_modules_star_import_of_inputs_binds_the_names_its_code_reads_and_the_
 def test_a_module_that_reads_no_input_type_still_imports_inputs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    modules = _fast_modules(
-        tmp_path, monkeypatch, {"_inputs.py": INPUTS, "function.py": "from ._inputs import *\nVALUE = 1\n"}
-    )
     source = "from ._inputs import *\nVALUE = 1\n"
+    modules = _fast_modules(tmp_path, monkeypatch, {"_inputs.py": INPUTS, "function.py": source})
     tree = ast.parse(source)
     fast_imports.lazy_inputs_import(
         tree, Path(modules["_inputs.py"].__file__ or "").with_name("function.py"), source.encode()
@@ -492,7 +492,7 @@ def test_a_star_import_of_inputs_stays_eager_where_that_could_differ(
     tmp_path: Path, source: str, why: str
 ) -> None:
     (tmp_path / "_inputs.py").write_text(textwrap.dedent(INPUTS))
-    (tmp_path / "_enums.py").write_text("__all__ = ['Colour']\nColour = 'enum'\n")
+    (tmp_path / "_enums.py").write_text(ENUMS)
     tree = ast.parse(source)
     assert fast_imports.lazy_inputs_import(tree, tmp_path / "resource.py", source.encode())[0] == {}, why
     assert ast.unparse(tree) == ast.unparse(ast.parse(source)), why
