@@ -20,6 +20,7 @@ import sys
 import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 
 TEST_SUITES = frozenset({"tests"})
@@ -28,7 +29,7 @@ TEST_SUITES = frozenset({"tests"})
 
 def sources(root: Path, exclude: re.Pattern[str] | None) -> Iterator[Path]:
     """Every `.py` file under `root`, but in `__pycache__`, test suites and paths matching `exclude` (a
-    directory's path is tested with a trailing `/`)."""
+    directory's path is tested with a trailing `/`), and those beside an extension module of the same name."""
     for directory, subdirectories, names in os.walk(root):
         subdirectories[:] = sorted(
             name
@@ -37,9 +38,20 @@ def sources(root: Path, exclude: re.Pattern[str] | None) -> Iterator[Path]:
             and name not in TEST_SUITES
             and not (exclude and exclude.search(os.path.join(directory, name) + "/"))
         )
+        # A module compiled to an extension (mypy's, by mypyc) is imported from that, never from its source.
+        extensions = {
+            name.removesuffix(suffix)
+            for name in names
+            for suffix in EXTENSION_SUFFIXES
+            if name.endswith(suffix)
+        }
         for name in sorted(names):
             path = os.path.join(directory, name)
-            if name.endswith(".py") and not (exclude and exclude.search(path)):
+            if (
+                name.endswith(".py")
+                and name[:-3] not in extensions
+                and not (exclude and exclude.search(path))
+            ):
                 yield Path(path)
 
 

@@ -55,3 +55,26 @@ def test_python_imports_its_bytecode_and_only_a_changed_module_is_compiled_again
     compile_all(paths, jobs=2)
     again = {cache for cache in caches.values() if cache.stat().st_mtime_ns != written[cache]}
     assert again == {caches[tmp_path / "pkg/__init__.py"]}
+
+
+def test_a_module_beside_an_extension_of_its_name_is_left_out_as_never_imported(tmp_path: Path) -> None:
+    # An extension module of the standard library, under its own name (its init function is named after it),
+    # beside a source of that name that would fail if Python ever ran it (mypy ships its sources so).
+    import _bisect
+
+    assert _bisect.__file__ is not None
+    extension = Path(_bisect.__file__)
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg/__init__.py").write_text("")
+    (tmp_path / "pkg" / extension.name).write_bytes(extension.read_bytes())
+    (tmp_path / "pkg/_bisect.py").write_text("raise ImportError('the source ran')\n")
+    assert {p.name for p in sources(tmp_path, None)} == {"__init__.py"}
+    result = subprocess.run(
+        [sys.executable, "-c", "import pkg._bisect as m; print(m.__file__)"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert result.stdout.strip() == str(tmp_path / "pkg" / extension.name)
