@@ -84,18 +84,28 @@ fi
 npm ci --no-audit --no-fund --silent &
 npm_ci=$!
 # uv (pinned in requirements-dev.txt) makes the virtualenvs and installs the requirements from PyPI several
-# times faster than venv and pip. It comes from this Python's pip when it has one, into a scratch directory;
-# else from the pip of a plain venv, whose ensurepip step costs 5 s more.
-uv_pin=$(grep -o '^uv==[^ ]*' requirements-dev.txt)
-if python3 -m pip --version >/dev/null 2>&1; then
-  scratch=$(mktemp -d)
-  trap 'rm -rf "$scratch"' EXIT
-  python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --target "$scratch" "$uv_pin"
-  uv=$scratch/bin/uv
-else
-  python3 -m venv .venv
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check "$uv_pin"
-  uv=.venv/bin/uv
+# times faster than venv and pip. It is kept in the user's cache directory by version, as pip and uv keep
+# their downloads, so that setting up another clone (CI's) does not pay pip's 4 s for it again; installed
+# there with this Python's pip when it has one, into a scratch directory moved into place once whole; else
+# with the pip of a plain venv, whose ensurepip step costs 5 s more.
+uv_version=$(grep -o '^uv==[^ ]*' requirements-dev.txt | cut -d= -f3)
+uv_home=${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/gpu-eks/uv-$uv_version
+uv=$uv_home/bin/uv
+if [ "$("$uv" --version 2>/dev/null | cut -d' ' -f1-2)" != "uv $uv_version" ]; then
+  if python3 -c 'import pip' 2>/dev/null; then
+    mkdir -p "$(dirname "$uv_home")"
+    scratch=$(mktemp -d "$uv_home.XXXXXX")
+    trap 'rm -rf "$scratch"' EXIT
+    python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --target "$scratch" \
+      "uv==$uv_version"
+    rm -rf "$uv_home" # a copy that does not run (interrupted, or damaged)
+    # Renamed whole; where another setup got there first, its copy is used.
+    python3 -c 'import os, sys; os.rename(*sys.argv[1:])' "$scratch" "$uv_home" 2>/dev/null || true
+  else
+    python3 -m venv .venv
+    .venv/bin/python -m pip install --quiet --disable-pip-version-check "uv==$uv_version"
+    uv=.venv/bin/uv
+  fi
 fi
 "$uv" venv --quiet --allow-existing --seed --python python3 .venv # --seed: pip, which Pulumi's toolchain runs
 "$uv" venv --quiet --allow-existing --python python3 .venv-tools
