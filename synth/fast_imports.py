@@ -201,8 +201,10 @@ class LazyExports(types.ModuleType):
         super().__setattr__(name, value)
 
 
-# A lazy class's name -> (the code that defines it, the lazy classes its code names, its place in the module).
-Classes = dict[str, tuple[types.CodeType, tuple[str, ...], int]]
+# A lazy class's name -> (the code that defines it, marshalled: the cache is read whole, and making the code
+# objects of the classes a run never uses was most of reading it; the lazy classes its code names; its place
+# in the module).
+Classes = dict[str, tuple[bytes, tuple[str, ...], int]]
 _LAZY_CLASSES: dict[str, Classes] = {}
 """Of each module with lazy classes, those not defined yet."""
 _DEFINING = threading.RLock()
@@ -235,7 +237,7 @@ def _define(module: types.ModuleType, name: str, pending: Classes) -> None:
     # In the module's order, which has every class after any class it reads as it is made.
     for other in sorted(wanted, key=lambda n: pending[n][2]):
         code = pending.pop(other)[0]
-        exec(code, module.__dict__)
+        exec(marshal.loads(code), module.__dict__)
 
 
 def _resolve(package: types.ModuleType, name: str, source: tuple[str, str | None]) -> Any:
@@ -372,7 +374,7 @@ def lazy_classes(tree: ast.Module, source: Path) -> "tuple[Classes | None, list[
     for index, (statement, read) in enumerate(zip(classes, reads, strict=True)):
         named = (read or set()) & set(names) - {statement.name}
         code = compile(ast.Module(body=[statement], type_ignores=[]), str(source), "exec", dont_inherit=True)
-        lazy[statement.name] = (code, tuple(sorted(named)), index)
+        lazy[statement.name] = (marshal.dumps(code), tuple(sorted(named)), index)
     return lazy, stars
 
 
