@@ -8,6 +8,7 @@ Terraform provider behind them (hashicorp/terraform-provider-aws, which sets ids
 keyword the 4.4.0 wheel carries), pulumi-kubernetes 4.34.2. `tests/test_mocks.py` checks each shape.
 """
 
+import functools
 import hashlib
 import json
 import re
@@ -18,7 +19,7 @@ from typing import Any
 import pulumi
 
 from facts.eks import COREDNS, EBS_CSI_DRIVER, KUBE_PROXY, POD_IDENTITY_AGENT, VPC_CNI
-from facts.partitions import dns_suffix, partition_of_region
+from facts.partitions import Partition, dns_suffix, partition_of_region
 
 ACCOUNT_ID = "111122223333"
 """The account the mocked caller identity reports (the documentation account)."""
@@ -123,8 +124,16 @@ class AwsMocks(pulumi.runtime.Mocks):
         self.region = region
         self.existing_log_groups = existing_log_groups
         self.account_id = account_id
-        self.partition = partition_of_region(region)
-        self.dns_suffix = dns_suffix(self.partition)
+
+    # Read at the first call, as the provider reads its region: a program refuses a region that is no
+    # region's name before it registers anything, and the mocks must not fail first.
+    @functools.cached_property
+    def partition(self) -> Partition:
+        return partition_of_region(self.region)
+
+    @functools.cached_property
+    def dns_suffix(self) -> str:
+        return dns_suffix(self.partition)
 
     def _zones(self) -> list[str]:
         """The region's availability zones, `<region><letter>` (`_ZONE_COUNT` of them, else three)."""

@@ -101,6 +101,17 @@ def test_a_refused_config_prints_as_pulumi_preview_does_and_exits_2(
     assert not (root / "out").exists()
 
 
+def test_a_region_that_is_no_region_name_is_refused_by_the_program_not_by_the_mocks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The mocks answer in the region's partition; they read it only when asked, as the provider does.
+    root = _stack_root(tmp_path, "bad", "config:\n  aws:region: mars-1\n  gpu-eks:cluster: {name: ml-bad}\n")
+    assert _synth(monkeypatch, root, "bad") == 2
+    err = capsys.readouterr().err
+    assert "      - aws:region = 'mars-1': must be an AWS region such as us-west-2" in err.splitlines()[3]
+    assert "Traceback" not in err
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
