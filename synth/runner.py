@@ -44,6 +44,7 @@ __all__ = [
     "Registration",
     "StackFileError",
     "config_map",
+    "monitor_for",
     "project_config",
     "run_program",
     "run_stack",
@@ -409,6 +410,11 @@ def _shared_run(key: _RunKey, run: Callable[[], ProgramRun]) -> bytes:
     return _shared_runs[key]
 
 
+def monitor_for(config: Mapping[str, str]) -> RecordingMonitor:
+    """A fresh monitor over mocks of `config`'s region, as a run without a monitor of its own gets."""
+    return RecordingMonitor(AwsMocks(config.get("aws:region", "us-west-2")))
+
+
 def run_program(
     config: Mapping[str, str],
     *,
@@ -446,7 +452,7 @@ def _run_program(
     project: str,
     operation: Operation,
 ) -> ProgramRun:
-    monitor = monitor or RecordingMonitor(AwsMocks(config.get("aws:region", "us-west-2")))
+    monitor = monitor or monitor_for(config)
     warnings = _Warnings()
     logger = logging.getLogger("gpu-eks.synth.engine")
     logger.propagate = False

@@ -5,7 +5,7 @@ runs the suite on Python's own imports and the SDK's thread pool), and the real 
 configuration, stack and project: `run(...)`, `run_program(config)` and `run_stack(stack)` hand out copies of
 a shared run (synth/runner.py `share_runs`). A test that changes what the program does by other means than
 its config (patching a component) runs it with its own monitor, which is never shared:
-`run_program(config, monitor=RecordingMonitor(AwsMocks(region)))`.
+`run_program(config, monitor=monitor_for(config))`.
 """
 
 import gc

@@ -5,8 +5,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from synth.mocks import AwsMocks
-from synth.runner import ProgramRun, RecordingMonitor, Registration, run_program
+from synth.runner import ProgramRun, RecordingMonitor, Registration, monitor_for, run_program
 
 MINIMAL_CLUSTER = {"name": "ml-test"}
 
@@ -45,9 +44,10 @@ def run(region: str = "us-west-2", **sections: Any) -> ProgramRun:
 
 def run_failing(region: str = "us-west-2", **sections: Any) -> tuple[BaseException, RecordingMonitor]:
     """Run the real program expecting it to fail; returns the error and what had been registered."""
-    monitor = RecordingMonitor(AwsMocks(region))
+    raw = config(region, **sections)
+    monitor = monitor_for(raw)
     try:
-        run_program(config(region, **sections), monitor=monitor)
+        run_program(raw, monitor=monitor)
     except Exception as exc:
         return exc, monitor
     raise AssertionError("the program ran to completion but was expected to fail")

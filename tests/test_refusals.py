@@ -13,8 +13,7 @@ import pulumi
 import pytest
 
 from config.errors import ConfigError
-from synth.mocks import AwsMocks
-from synth.runner import RecordingMonitor, run_program
+from synth.runner import monitor_for, run_program
 from tests.helpers import config
 
 GPU_POOL: dict[str, Any] = {
@@ -39,7 +38,7 @@ def budget(**fields: Any) -> dict[str, Any]:
 
 def refusal(raw: dict[str, str]) -> str:
     """The single problem line the program refuses `raw` with; asserts nothing was registered."""
-    monitor = RecordingMonitor(AwsMocks("us-west-2"))
+    monitor = monitor_for(raw)
     with pytest.raises(ConfigError) as caught:
         run_program(raw, monitor=monitor)
     assert monitor.registrations == []
@@ -434,6 +433,7 @@ def test_what_aws_or_karpenter_would_refuse_mid_deploy_is_refused(
         ("us-west-3", "aws:region = 'us-west-3': must be an AWS region such as us-west-2"),
         ("cn-west-1", "aws:region = 'cn-west-1': must be an AWS region"),
         ("us-iso-east-1", "aws:region = 'us-iso-east-1': is a region of the aws-iso partition"),
+        ("mars-1", "aws:region = 'mars-1': must be an AWS region such as us-west-2"),
     ],
 )
 def test_regions_that_do_not_exist_in_a_supported_partition_are_refused(region: str, expected: str) -> None:
