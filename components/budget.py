@@ -1,10 +1,11 @@
 """CostBudget: an AWS Budgets cost budget on what the stack's cost-allocation tag covers.
 
 Everything gpu-eks creates carries `gpu-eks/stack: <stack>` (and `gpu-eks/cluster`); the GPU nodes carry it
-too, through their EC2NodeClass (with `gpu-eks/pool`). Once that key is activated as a cost-allocation tag
-(Billing console, Cost allocation tags: activation is per account and shows up to 24 hours later), Cost
-Explorer and AWS Budgets see it as `user:gpu-eks/stack`, and this budget counts the month's cost of the
-stack, GPU nodes included, and notifies at 80 % spent and when the month is forecast to end above it.
+too, through their EC2NodeClass (with `gpu-eks/pool`), and so do the volumes the EBS CSI driver creates. Once
+that key is activated as a cost-allocation tag (Billing console, Cost allocation tags: activation is per
+account and shows up to 24 hours later), Cost Explorer and AWS Budgets see it as `user:gpu-eks/stack`, and
+this budget counts the month's cost of the stack, GPU nodes and volumes included (before credits and
+refunds), and notifies at 80 % spent and when the month is forecast to end above it.
 """
 
 from collections.abc import Sequence
@@ -24,6 +25,13 @@ def budget_filter(stack: str) -> aws.budgets.BudgetCostFilterArgs:
     takes for a user-defined cost-allocation tag (pulumi-aws 7.51.1 `aws.budgets.Budget`, example "Create a
     cost filter using resource tags": `"user:business-unit$human_resources"`)."""
     return aws.budgets.BudgetCostFilterArgs(name="TagKeyValue", values=[f"user:{STACK_TAG}${stack}"])
+
+
+def budget_cost_types() -> aws.budgets.BudgetCostTypesArgs:
+    """Usage before credits and refunds (AWS Budgets counts both by default, pulumi-aws 7.51.1
+    `BudgetCostTypesArgs`: `include_credit`, `include_refund` default true): an account living on credits
+    would otherwise hear nothing of its GPU spend until the credits run out."""
+    return aws.budgets.BudgetCostTypesArgs(include_credit=False, include_refund=False)
 
 
 def budget_notifications(
@@ -72,6 +80,7 @@ class CostBudget(pulumi.ComponentResource):
             limit_unit="USD",
             time_unit="MONTHLY",
             cost_filters=[budget_filter(stack)],
+            cost_types=budget_cost_types(),
             notifications=budget_notifications(
                 config.budget_notification_emails, config.budget_notification_topic_arn
             ),

@@ -1,5 +1,6 @@
 """BlockStorage: the EBS CSI driver add-on with its Pod Identity role, and the cluster's default
-StorageClass (`gp3-encrypted`), so training pods get volumes for checkpoints and datasets.
+StorageClass (`gp3-encrypted`), so training pods get volumes for checkpoints and datasets; the driver tags
+every volume with the stack's tags, so the cost budget sees them.
 
 The driver's node DaemonSet tolerates every taint by default (`node.tolerateAllTaints: true` in
 kubernetes-sigs/aws-ebs-csi-driver charts/aws-ebs-csi-driver/values.yaml @da0df42a, the chart the add-on
@@ -22,6 +23,24 @@ DEFAULT_STORAGE_CLASS = "gp3-encrypted"
 """Name of the default StorageClass; other stacks and components (observability) refer to it by name."""
 
 DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
+
+STACK_TAG_PREFIX = "gpu-eks/"
+"""The tags gpu-eks sets itself (`gpu-eks/stack`, `gpu-eks/cluster`): the ones the cost budget filters on."""
+
+
+def driver_configuration(tags: dict[str, str]) -> dict[str, Any]:
+    """The add-on's configuration values: the stack's own tags on every volume (and snapshot) the driver
+    creates, whatever StorageClass a claim names, so the budget on `gpu-eks/stack` sees PersistentVolumes
+    (checkpoints, datasets) as it sees the GPU nodes' disks.
+
+    The chart passes `controller.extraVolumeTags` to the driver as one `--extra-tags=k=v,...` flag, split at
+    `,` and at the first `=` (aws-ebs-csi-driver `docs/tagging.md`, "extraTags"): only gpu-eks's own tags,
+    whose keys and values hold neither, go there; `cluster.tags` may hold `=` (AWS allows it in a key)."""
+    return {
+        "controller": {
+            "extraVolumeTags": {k: v for k, v in sorted(tags.items()) if k.startswith(STACK_TAG_PREFIX)}
+        }
+    }
 
 
 def default_storage_class() -> dict[str, Any]:
@@ -79,6 +98,7 @@ class BlockStorage(pulumi.ComponentResource):
             cluster_name=cluster.name,
             addon=EBS_CSI_DRIVER,
             version=version or default_addon_version(EBS_CSI_DRIVER, cluster.kubernetes_version, self),
+            configuration_values=json.dumps(driver_configuration(tags), sort_keys=True),
             # EKS creates the Pod Identity association of the controller's service account with the add-on.
             pod_identity_associations=[
                 aws.eks.AddonPodIdentityAssociationArgs(

@@ -328,7 +328,10 @@ class NodePoolConfig(ConfigModel):
     expire_after: DurationOrNever = "336h"
     """Replace nodes older than this (default 14 days: picks up AMI and security fixes), or `Never`."""
     termination_grace_period: GoDuration | None = None
-    """Longest a draining node waits for pods before it is terminated anyway (e.g. `24h` for training)."""
+    """Longest a draining node waits for pods before it is terminated anyway (e.g. `24h` for training). Its
+    replacement runs meanwhile (draining nodes do not count against the limits); unset, a drain that a
+    PodDisruptionBudget or a do-not-disrupt pod blocks never ends, which `pulumi preview` warns about where
+    the pool expires its nodes."""
     weight: WholeNumber | None = Field(default=None, ge=1, le=100)
     """Priority among pools that fit a pod (higher first)."""
     kubelet: Kubelet | None = None

@@ -399,7 +399,24 @@ def config_warnings(config: StackConfig) -> list[str]:
             if (case := pool.worst_case(_gpu_units(pool, config)))
         ]
         + _idle_node_warnings(config)
+        + _endless_drain_warnings(config)
     )
+
+
+def _endless_drain_warnings(config: StackConfig) -> list[str]:
+    """A pool that expires its nodes without a `terminationGracePeriod`: an expired node whose drain a
+    PodDisruptionBudget or a do-not-disrupt pod blocks bills for ever beside the replacement Karpenter has
+    already launched (draining nodes do not count against the limits; Karpenter 1.14.1 docs, disruption.md:
+    such pods "may block draining indefinitely", until `terminationGracePeriod` where one is set)."""
+    return [
+        f"{PROJECT}:nodePools[{index}].terminationGracePeriod is unset while expireAfter is "
+        f"{pool.expire_after} ({pool.name}): an expired node whose drain a PodDisruptionBudget or a "
+        "karpenter.sh/do-not-disrupt pod blocks is never terminated, and bills beside its replacement, which "
+        "Karpenter launches at once (draining nodes do not count against the limits). Set it to the longest "
+        "a pod may take to finish (e.g. 1h for serving, 24h for training), or expireAfter: Never"
+        for index, pool in enumerate(config.node_pools)
+        if pool.expire_after != "Never" and pool.termination_grace_period is None
+    ]
 
 
 def _idle_node_warnings(config: StackConfig) -> list[str]:

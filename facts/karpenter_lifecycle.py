@@ -7,11 +7,15 @@ Sources (facts, not code):
   `pkg/scheduling/taints.go`, `pkg/utils/nodeclaim/nodeclaim.go` (`NodeForNodeClaim`),
   `pkg/controllers/provisioning/scheduling/nodeclaimtemplate.go` (a NodeClaim's owner reference),
   `pkg/controllers/state/statenode.go` (`Allocatable`), `pkg/operator/operator.go` and
-  `pkg/operator/options/options.go` (leader election), with controller-runtime v0.23.1 (its `go.mod`)
+  `pkg/operator/options/options.go` (leader election), `pkg/controllers/state/cluster.go`
+  (`updateNodePoolResources`) and `pkg/controllers/provisioning/provisioner.go` (`Schedule`), with
+  controller-runtime v0.23.1 (its `go.mod`)
   `pkg/manager/manager.go` defaults (lease 15 s, renew deadline 10 s, retry 2 s).
 - aws/karpenter-provider-aws tag v1.14.1 @ bde00654cd316fddb3dccfba3f5ac07039865429:
   `pkg/cloudprovider/cloudprovider.go` (`RepairPolicies`), `charts/karpenter/templates/role.yaml` (the
-  controller's Role on its lease, in the release namespace).
+  controller's Role on its lease, in the release namespace), and its documentation at that tag:
+  `website/content/en/docs/concepts/disruption.md` (budgets and expiry, blocked drains) and
+  `.../concepts/nodepools.md` (`terminationGracePeriod`).
 """
 
 from dataclasses import dataclass
@@ -94,3 +98,14 @@ REPAIR_UNHEALTHY_PERCENT = 20
 """Node repair stops in a pool once more of its nodes are unhealthy than 20 % of them, rounded up
 (`allowedUnhealthyPercent`, `intstr.GetScaledValueFromIntOrPercent(..., roundUp=true)`): one of three nodes
 may be repaired, two may not. Many nodes failing alike is a cause no replacement fixes."""
+
+DELETING_NODES_COUNT_AGAINST_LIMITS = False
+"""Whether a node being deleted (drained after expiry, drift, consolidation, an interruption, node repair or
+the GPU node guard) still counts against its NodePool's `limits`. It does not: the cluster state counts a
+node marked for deletion as no resources (`updateNodePoolResources`: `lo.Ternary(oldNode.MarkedForDeletion(),
+corev1.ResourceList{}, oldNode.Capacity())`), and the provisioner schedules the pods of deleting nodes onto
+new ones at once, against the active nodes only (`nodes.Deleting().CurrentlyReschedulablePods`,
+`nodes.Active()`). So while a set of nodes drains, replacements up to the pool's limits run beside it."""
+EXPIRY_HONOURS_BUDGETS = False
+"""Disruption budgets do not hold back expiry ("NodePool Disruption Budgets do not prevent Karpenter from
+terminating expired nodes"): nodes launched together expire, and are replaced, together."""

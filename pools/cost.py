@@ -24,6 +24,7 @@ from decimal import Decimal
 
 from config.gpu_operator import GpuOperatorConfig
 from config.node_pools import NodePoolConfig
+from facts.karpenter_lifecycle import DELETING_NODES_COUNT_AGAINST_LIMITS, EXPIRY_HONOURS_BUDGETS
 from facts.pricing import on_demand_prices
 from pools.capacity import capacities_counted_in, pool_limits, written_limits
 from pools.sharing import gpu_limit_units
@@ -45,6 +46,10 @@ class PoolCost:
     gpu_unit: str
     """What `limits.nvidia.com/gpu` counts: `GPUs`, `time-slices` or `MIG devices` (`GPUs` on CPU pools)."""
     spend: PoolSpend
+    expire_after: str = "Never"
+    """The pool's `expireAfter` (a duration or `Never`)."""
+    termination_grace_period: str | None = None
+    """The pool's `terminationGracePeriod`: the longest a node drains (None: a blocked drain never ends)."""
 
     @property
     def pool(self) -> str:
@@ -53,6 +58,22 @@ class PoolCost:
     @property
     def worst_case(self) -> NodeMix | None:
         return self.spend.worst_case
+
+    @property
+    def while_replaced_usd_per_hour(self) -> Decimal | None:
+        """The most the pool bills while all its nodes are replaced at once, None where that cannot happen or
+        the worst case is unknown.
+
+        Expiry replaces nodes launched together, together (budgets do not hold it back), and Karpenter does
+        not count draining nodes against the limits: so the draining generation (at most the worst case, the
+        limits admitted it) and its replacements (again at most the worst case) bill side by side until the
+        drain ends. Without expiry, only the disruption budgets' share drains at once (not computed here)."""
+        exact = self.spend.proven and self.worst_case is not None
+        worst = self.worst_case.usd_per_hour if exact and self.worst_case else self.spend.worst_case_bound
+        if worst is None or self.expire_after == "Never" or EXPIRY_HONOURS_BUDGETS:
+            return None
+        draining = Decimal(0) if DELETING_NODES_COUNT_AGAINST_LIMITS else worst
+        return worst + draining
 
 
 @dataclass(frozen=True)
@@ -75,6 +96,18 @@ class StackCost:
     def worst_case_usd_per_month(self) -> Decimal:
         return sum((p.worst_case.usd_per_month for p in self.pools if p.worst_case), Decimal(0))
 
+    @property
+    def while_replaced_usd_per_hour(self) -> Decimal:
+        """What the stack may bill at once while every pool that expires its nodes replaces them all: those
+        pools' `while_replaced_usd_per_hour`, the others' worst case."""
+        return sum(
+            (
+                p.while_replaced_usd_per_hour or (p.worst_case.usd_per_hour if p.worst_case else Decimal(0))
+                for p in self.pools
+            ),
+            Decimal(0),
+        )
+
 
 def pool_cost(pool: NodePoolConfig, gpu_operator: GpuOperatorConfig, *, overlays: bool = True) -> PoolCost:
     """The worst case and cheapest fill of one pool (`overlays`: whether its NodeOverlays are declared,
@@ -88,6 +121,8 @@ def pool_cost(pool: NodePoolConfig, gpu_operator: GpuOperatorConfig, *, overlays
         spend=pool_spend(
             pool.name, capacities_counted_in(pool, units), pool_limits(pool), on_demand_prices()
         ),
+        expire_after=pool.expire_after,
+        termination_grace_period=pool.termination_grace_period,
     )
 
 

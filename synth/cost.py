@@ -3,8 +3,9 @@
 Reads the stack's configuration (validated as `pulumi up` would: a refused configuration is printed as
 `pulumi preview` prints it) and reports, per pool, the worst case of `pools.cost` (the most expensive set of
 nodes its limits admit, USD per hour and per 730-hour month, and the node mix reaching it), the cheapest fill
-of its GPU limit beside it, and the stack's total. Every figure is a us-east-1 on-demand list price from
-Karpenter 1.14.1's compiled table (`facts.pricing`), which the report says wherever it shows one.
+of its GPU limit beside it, what it bills while its nodes are replaced at once (Karpenter does not count
+draining nodes against the limits), and the stack's total. Every figure is a us-east-1 on-demand list price
+from Karpenter 1.14.1's compiled table (`facts.pricing`), which the report says wherever it shows one.
 """
 
 import json
@@ -92,6 +93,7 @@ def pool_lines(cost: PoolCost) -> list[str]:
             f"  cheapest fill  {usd(fill.usd_per_hour)}/h, {usd(fill.usd_per_month)} a month: {fill} "
             f"({_totals(cost, fill)})"
         )
+    lines += _replacement_lines(cost)
     if spend.unpriced:
         lines.append(
             f"  not priced     {', '.join(spend.unpriced)}: us-east-1 has no list price for them; left out, "
@@ -100,11 +102,31 @@ def pool_lines(cost: PoolCost) -> list[str]:
     return lines
 
 
+def _replacement_lines(cost: PoolCost) -> list[str]:
+    """What the pool bills while its nodes are replaced, beside the worst case."""
+    replaced = cost.while_replaced_usd_per_hour
+    if replaced is None:
+        return []
+    grace = cost.termination_grace_period
+    until = (
+        f"for at most {grace} (terminationGracePeriod)"
+        if grace is not None
+        else "with no end in time (no terminationGracePeriod: a drain that a PodDisruptionBudget or a "
+        "karpenter.sh/do-not-disrupt pod blocks never ends)"
+    )
+    return [
+        f"  while replaced {usd(replaced)}/h {until}: expiry (expireAfter {cost.expire_after}) replaces "
+        "nodes launched together at once, and draining nodes do not count against the limits, so their "
+        "replacements run beside them"
+    ]
+
+
 def render_text(stack: str, region: str, cost: StackCost) -> str:
     """The report for a terminal."""
     lines = [
         f"Worst-case spend of {stack}: the most its pools' limits let Karpenter run at once, at on-demand "
-        f"list price (USD; a month is {HOURS_PER_MONTH} hours).",
+        f"list price (USD; a month is {HOURS_PER_MONTH} hours); nodes being deleted do not count against the "
+        "limits, so while nodes are replaced a pool bills more ('while replaced').",
         price_note(region),
         "",
     ]
@@ -118,6 +140,11 @@ def render_text(stack: str, region: str, cost: StackCost) -> str:
         + (f", {usd(cost.worst_case_usd_per_month)} a month" if cost.bounded else "")
         + " (the pools' limits are their own, so their worst cases add up)"
     )
+    if cost.bounded and cost.while_replaced_usd_per_hour != cost.worst_case_usd_per_hour:
+        lines.append(
+            f"While every pool that expires its nodes replaces them at once: "
+            f"{usd(cost.while_replaced_usd_per_hour)}/h"
+        )
     lines += [
         "",
         "Spot nodes count at the on-demand price: EC2 bills spot at most that (the default maximum price, "
@@ -152,6 +179,8 @@ def pool_json(cost: PoolCost) -> dict[str, Any]:
         "worstCaseUsdPerMonth": _money(worst.usd_per_month if worst else None),
         "worstCaseNodes": nodes(worst),
         "worstCaseAtMostUsdPerHour": _money(spend.worst_case_bound),
+        "whileReplacedUsdPerHour": _money(cost.while_replaced_usd_per_hour),
+        "terminationGracePeriod": cost.termination_grace_period,
         "cheapestFillUsdPerHour": _money(fill.usd_per_hour if fill else None),
         "cheapestFillUsdPerMonth": _money(fill.usd_per_month if fill else None),
         "cheapestFillNodes": nodes(fill),

@@ -33,6 +33,8 @@ def test_a_budget_counts_the_stacks_tag_and_notifies_its_subscribers() -> None:
     )
     # AWS Budgets filters a user-defined cost-allocation tag as `user:<key>$<value>`.
     assert inputs["costFilters"] == [{"name": "TagKeyValue", "values": ["user:gpu-eks/stack$test"]}]
+    # Usage before credits and refunds: credits would hide GPU spend until they run out.
+    assert inputs["costTypes"] == {"includeCredit": False, "includeRefund": False}
     subscribers = {
         "subscriberEmailAddresses": ["platform@example.com"],
         "subscriberSnsTopicArns": ["arn:aws:sns:us-west-2:111122223333:gpu-eks-budget"],

@@ -148,3 +148,27 @@ def test_dev_keeps_audit_and_authenticator_logs_a_week_and_prod_keeps_every_log_
         {"api", "audit", "authenticator", "controllerManager", "scheduler"},
         365,
     )
+
+
+def test_a_pool_that_expires_nodes_without_a_termination_grace_period_is_warned_about() -> None:
+    from config.stack import config_warnings
+    from tests.helpers import config as config_map_of
+
+    pool = {"name": "serve", "instanceFamilies": ["g6"], "limits": {"nvidia.com/gpu": "8"}}
+    (warning,) = [
+        w
+        for w in config_warnings(parse_stack_config(config_map_of(nodePools=[pool])))
+        if "terminationGracePeriod" in w
+    ]
+    assert warning.startswith(
+        "gpu-eks:nodePools[0].terminationGracePeriod is unset while expireAfter is 336h (serve): an expired "
+        "node whose drain a PodDisruptionBudget or a karpenter.sh/do-not-disrupt pod blocks is never "
+        "terminated, and bills beside its replacement"
+    )
+    for change in ({"terminationGracePeriod": "1h"}, {"expireAfter": "Never"}):
+        bounded = parse_stack_config(config_map_of(nodePools=[{**pool, **change}]))
+        assert not [w for w in config_warnings(bounded) if "terminationGracePeriod" in w], change
+    # The committed stacks bound every drain.
+    for stack in ("dev", "prod"):
+        warnings = config_warnings(parse_stack_config(stack_config(stack)))
+        assert not [w for w in warnings if "terminationGracePeriod" in w]

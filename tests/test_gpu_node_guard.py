@@ -1101,10 +1101,12 @@ def test_the_guard_pod_may_only_serve_metrics_and_reach_the_api(mixed: ProgramRu
 
 def test_the_cluster_enforces_network_policies(mixed: ProgramRun) -> None:
     """vpc-cni's network policy agent is on (add-on configuration `enableNetworkPolicy: "true"`), so the
-    guard's NetworkPolicy is enforced rather than accepted and ignored; no other add-on is configured."""
+    guard's NetworkPolicy is enforced rather than accepted and ignored; besides it only the EBS CSI driver is
+    configured (its volume tags, tests/test_storage.py)."""
     addons = {r.inputs["addonName"]: r.inputs for r in mixed.of_type("aws:eks/addon:Addon")}
     assert json.loads(addons["vpc-cni"]["configurationValues"]) == {"enableNetworkPolicy": "true"}
-    assert [name for name, inputs in addons.items() if inputs.get("configurationValues")] == ["vpc-cni"]
+    configured = [name for name, inputs in addons.items() if inputs.get("configurationValues")]
+    assert sorted(configured) == ["aws-ebs-csi-driver", "vpc-cni"]
 
 
 def test_the_guard_starts_after_the_karpenter_crds_and_controller(mixed: ProgramRun) -> None:

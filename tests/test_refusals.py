@@ -20,6 +20,7 @@ GPU_POOL: dict[str, Any] = {
     "name": "gpu-inference",
     "instanceFamilies": ["g5", "g6"],
     "limits": {"cpu": "256", "memory": "1Ti", "nvidia.com/gpu": "16"},
+    "terminationGracePeriod": "1h",  # an expiring pool without it is warned about
 }
 CPU_POOL: dict[str, Any] = {"name": "burst", "kind": "cpu", "limits": {"cpu": "64"}}
 PYTHON_WORDS = re.compile(

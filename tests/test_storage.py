@@ -69,3 +69,11 @@ def test_the_default_storage_class_is_encrypted_gp3_named_for_others(any_stack: 
 def test_the_storage_class_passes_the_kubernetes_schema() -> None:
     manifest = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", **default_storage_class()}
     kubernetes_validate.validate(manifest, "1.35", strict=True)
+
+
+def test_the_driver_tags_every_volume_with_the_stacks_own_tags_for_the_budget() -> None:
+    # cluster.tags stay off the driver's one `--extra-tags=k=v,...` flag (a key may hold `=`).
+    result = run(cluster={"name": "ml-test", "tags": {"team": "ml", "a=b": "c"}})
+    values = json.loads(ebs_csi_addon(result).inputs["configurationValues"])
+    tags = {"gpu-eks/cluster": "ml-test", "gpu-eks/stack": "test"}
+    assert values == {"controller": {"extraVolumeTags": tags}}

@@ -11,7 +11,8 @@ from config.stack import parse_stack_config
 from facts.pricing import HOURS_PER_MONTH, on_demand_prices
 from pools.capacity import node_capacities, pool_limits
 from synth.__main__ import main
-from synth.runner import stack_config, stacks
+from synth.cost import costs, pool_lines
+from synth.runner import ROOT, stack_config, stacks
 
 
 def milp_worst_case(stack: str, pool_name: str) -> float:
@@ -66,7 +67,62 @@ def test_the_text_report_shows_each_pool_the_total_and_whose_prices(
     assert "worst case     $440.32/h, $321,433.60 a month: 8 x p5.48xlarge (64 GPUs, 1,536 vCPUs" in text
     assert "cheapest fill  $51.51/h" in text
     assert "Total: $544.26/h, $397,306.88 a month" in text
+    replaced = "  while replaced $880.64/h for at most 24h (terminationGracePeriod): expiry (expireAfter"
+    assert replaced in text
+    assert "While every pool that expires its nodes replaces them at once: $1,088.51/h" in text
+    # docs/costs.md quotes these two figures.
+    costs_doc = (ROOT / "docs" / "costs.md").read_text()
+    assert "(prod's training pool $880.64/h, the stack $1,088.51/h)" in costs_doc
     assert "Spot nodes count at the on-demand price" in text
+
+
+@pytest.mark.parametrize("stack", stacks())
+def test_while_replaced_is_a_drained_set_and_a_full_set_of_replacements_as_an_independent_program_finds(
+    stack: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Karpenter 1.14.1 admits a node against the limits counting only nodes not being deleted: so while a
+    set the limits admitted drains, another set they admit may launch. One program over both sets, each
+    bound by the limits alone, gives the most that bills at once."""
+    assert main(["cost", stack, "--json"]) == 0
+    report = {p["pool"]: p for p in json.loads(capsys.readouterr().out)}
+    config = parse_stack_config(stack_config(stack))
+    for pool in config.node_pools:
+        overlays = config.karpenter.gpu_sharing_overlays
+        nodes = [
+            n
+            for n in node_capacities(pool, config.gpu_operator, overlays=overlays)
+            if n.instance_type in on_demand_prices()
+        ]
+        limits = pool_limits(pool)
+        one = np.array([[float(n.counts[r]) for n in nodes] for r in limits])
+        both = np.block([[one, np.zeros_like(one)], [np.zeros_like(one), one]])
+        prices = np.array([float(on_demand_prices()[n.instance_type]) for n in nodes] * 2)
+        result = milp(
+            -prices,
+            constraints=LinearConstraint(both, -np.inf, [float(v) for v in limits.values()] * 2),
+            integrality=np.ones(2 * len(nodes)),
+            bounds=Bounds(0, np.inf),
+            options={"mip_rel_gap": 0},
+        )
+        assert result.success
+        entry = report[pool.name]
+        assert entry["whileReplacedUsdPerHour"] == pytest.approx(-float(result.fun), rel=1e-9)
+        assert entry["terminationGracePeriod"] == pool.termination_grace_period
+
+
+def test_a_pool_without_expiry_has_no_while_replaced_figure_and_no_grace_period_says_so() -> None:
+    from tests.helpers import config as config_map_of
+
+    pool = {"name": "serve", "instanceFamilies": ["g6"], "limits": {"nvidia.com/gpu": "8"}}
+    never, unbounded = (
+        costs(parse_stack_config(config_map_of(nodePools=[{**pool, **extra}])))
+        for extra in ({"expireAfter": "Never"}, {})
+    )
+    # Without expiry, only what the disruption budgets allow drains at once: no whole-pool figure.
+    assert never.pools[0].while_replaced_usd_per_hour is None
+    assert never.while_replaced_usd_per_hour == never.worst_case_usd_per_hour
+    (line,) = [x for x in pool_lines(unbounded.pools[0]) if "while replaced" in x]
+    assert "with no end in time (no terminationGracePeriod" in line
 
 
 def test_the_cost_command_is_in_the_help(capsys: pytest.CaptureFixture[str]) -> None:
