@@ -760,8 +760,15 @@ def test_removing_the_training_pool_says_how_long_its_drain_and_the_wait_may_tak
         "`pulumi up` waits for the NodePool to be gone, which its NodeClaims hold until their nodes are, for "
         "up to 24h10m"
     )
-    inference = transition("prod", lambda s: s.update({"gpu-eks:nodePools": [pool(s, "gpu-training")]}))
-    [message] = [f.message for f in inference.findings if f.message.startswith(f"delete {NODE_POOL}")]
+
+    def add_ungraced(s: Sections) -> None:
+        s["gpu-eks:nodePools"].append(
+            {"name": "gpu-ungraced", "instanceTypes": ["g6.xlarge"], "limits": {"nvidia.com/gpu": "1"}}
+        )
+
+    # Back from a stack with a pool that has no terminationGracePeriod: that pool is deleted.
+    ungraced = transition("prod", add_ungraced, reverse=True)
+    [message] = [f.message for f in ungraced.findings if f.message.startswith(f"delete {NODE_POOL}")]
     assert "with no terminationGracePeriod a drain waits as long as PodDisruptionBudgets" in message
     assert message.endswith(
         "for up to 10m (pulumi-kubernetes' default), then fails and the next `up` waits again"
