@@ -109,3 +109,40 @@ new ones at once, against the active nodes only (`nodes.Deleting().CurrentlyResc
 EXPIRY_HONOURS_BUDGETS = False
 """Disruption budgets do not hold back expiry ("NodePool Disruption Budgets do not prevent Karpenter from
 terminating expired nodes"): nodes launched together expire, and are replaced, together."""
+
+# --- Drift: which changes make Karpenter replace a pool's nodes -------------------------------------------
+# kubernetes-sigs/karpenter v1.14.1 (6e7eab7a): `pkg/controllers/nodeclaim/disruption/drift.go` marks a
+# NodeClaim Drifted when its NodePool's hash annotation differs from the NodeClaim's (`NodePool.Hash` in
+# `pkg/apis/v1/nodepool.go`: hashstructure of `spec.template`, with `hash:"ignore"` on
+# `spec.template.spec.requirements`) or when its labels no longer fit the pool's requirements
+# (`areRequirementsDrifted`); `spec.disruption`, `spec.limits` and `spec.weight` are outside the template.
+# aws/karpenter-provider-aws v1.14.1 (bde00654): `pkg/cloudprovider/drift.go` adds the EC2NodeClass's hash
+# (`EC2NodeClass.Hash` in `pkg/apis/v1/ec2nodeclass.go`: hashstructure of `spec` with `hash:"ignore"` on the
+# fields below, `amiFamily` hashed as resolved) and dynamic drift on what the selectors resolve to; the
+# provider's `website/content/en/docs/concepts/disruption.md` ("Drift", "NodePool Disruption Budgets").
+
+NODE_POOL_HASHED = "spec.template"
+"""NodePool inputs in its drift hash: a change of any of them drifts every node of the pool."""
+NODE_POOL_REQUIREMENTS = "spec.template.spec.requirements"
+"""Not hashed: a node drifts only when its labels no longer fit the new requirements."""
+NODE_CLASS_NOT_HASHED = (
+    "spec.subnetSelectorTerms",
+    "spec.securityGroupSelectorTerms",
+    "spec.capacityReservationSelectorTerms",
+    "spec.ipPrefixCount",
+    "spec.amiSelectorTerms",
+    "spec.amiFamily",
+)
+"""EC2NodeClass inputs outside its drift hash; any other `spec` input drifts every node launched from it."""
+NODE_CLASS_DYNAMIC_DRIFT = {
+    "spec.amiSelectorTerms": "nodes not on an AMI it now selects (AMIDrift)",
+    "spec.subnetSelectorTerms": "nodes in a subnet it no longer selects (SubnetDrift)",
+    "spec.securityGroupSelectorTerms": "nodes whose security groups differ from those it now selects "
+    "(SecurityGroupDrift)",
+    "spec.capacityReservationSelectorTerms": "nodes in a capacity reservation it no longer selects "
+    "(CapacityReservationDrift)",
+}
+"""Unhashed EC2NodeClass inputs that drift the nodes which no longer match what they resolve to."""
+DEFAULT_DISRUPTION_BUDGET = "10%"
+"""A NodePool without `spec.disruption.budgets` gets one budget of `nodes: 10%`; budgets bound drift, not
+expiry or a NodePool's deletion."""

@@ -34,3 +34,11 @@ AMP_DATASOURCE_PLUGIN_VERSION: Final = "3.3.5"
 grafana-amazonprometheus-datasource). Grafana 13 deprecates SigV4 on the core Prometheus data source in favour
 of it; Grafana installs it at start-up (`GF_PLUGINS_PREINSTALL_SYNC`), so Grafana needs egress to
 grafana.com."""
+
+VOLUME_NOT_RESIZED: Final = (
+    "the operator recreates the Prometheus StatefulSet with the new claim template (orphaning its pod), but "
+    "Kubernetes does not expand a StatefulSet's existing PersistentVolumeClaims (prometheus-operator "
+    'Documentation/platform/storage.md, "Resizing volumes", and pkg/prometheus/server/operator.go '
+    "ForceUpdateStatefulSet, tag v0.93.0 @ f8fafd475f3d, the section unchanged on main since)"
+)
+"""Why raising the Prometheus storage request leaves its volume at the old size until its claim is patched."""

@@ -129,6 +129,14 @@ _STORAGE_CLASS_REFUSED = tuple(
     for path in ("reclaimPolicy", "volumeBindingMode")
 )
 
+CLUSTER_SUBNET_ZONES: Final = (
+    "EKS keeps a cluster in the availability zones it was created in: an update of its subnets must name the "
+    "same set of zones (aws/containers-roadmap#170, the EKS product manager announcing subnet updates: "
+    '"The subnets passed as an update must contain the same set of AZs as originally passed when creating '
+    'the cluster"; #2258, open, asks for zone changes)'
+)
+"""Why an `eks:index:Cluster` update whose subnets span other zones fails (UpdateClusterConfig)."""
+
 REPLACEMENT: Final[dict[str, Replacement]] = {
     # --- pulumi-eks ----------------------------------------------------------------------------------
     "eks:index:Cluster": Replacement(
@@ -138,9 +146,10 @@ REPLACEMENT: Final[dict[str, Replacement]] = {
             PULUMI_EKS_REF,
             "inputs reaching aws_eks_cluster name, role_arn (serviceRole) and kubernetes_network_config "
             "(ForceNew; internal/service/eks/cluster.go @ 00555dc5b38f); vpc_config subnets and security "
-            "groups, version, endpoint access, logging, access_config.authentication_mode and "
-            "upgrade_policy update in place; bootstrapSelfManagedAddons and "
-            "accessConfig.bootstrapClusterCreatorAdminPermissions are in pulumi-eks's ignoreChanges",
+            "groups (within the cluster's availability zones: CLUSTER_SUBNET_ZONES), version, endpoint "
+            "access, logging, access_config.authentication_mode and upgrade_policy update in place; "
+            "bootstrapSelfManagedAddons and accessConfig.bootstrapClusterCreatorAdminPermissions are in "
+            "pulumi-eks's ignoreChanges",
         ),
         forces_new=("name", "serviceRole", "kubernetesServiceIpAddressRange", "ipFamily"),
         # CustomizeDiff ForceNewIfChange("encryption_config"): envelope encryption cannot be turned off.

@@ -35,10 +35,19 @@ from typing import Any, Literal
 from config.errors import config_key
 from config.types import duration_seconds, go_duration
 from facts.eks import control_plane_version_move
+from facts.karpenter_lifecycle import (
+    DEFAULT_DISRUPTION_BUDGET,
+    NODE_CLASS_DYNAMIC_DRIFT,
+    NODE_CLASS_NOT_HASHED,
+    NODE_POOL_HASHED,
+    NODE_POOL_REQUIREMENTS,
+)
 from facts.pricing import price_table_source
+from facts.prometheus_stack import STACK_CHART, VOLUME_NOT_RESIZED
 from facts.quantity import parse_quantity
 from facts.replacement import (
     CHARTS,
+    CLUSTER_SUBNET_ZONES,
     K8S_DEFAULT_DELETE_TIMEOUT_SECONDS,
     Replacement,
     chart_of,
@@ -66,10 +75,20 @@ REQUIREMENTS = "spec.template.spec.requirements"
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 ZONE_LABEL = "topology.kubernetes.io/zone"
 INSTANCE_FAMILY = "karpenter.k8s.aws/instance-family"
+INSTANCE_LABELS = "karpenter.k8s.aws/instance-"
 CRITICAL_REPLACEMENTS = (CLUSTER, "aws:eks/nodeGroup:NodeGroup", "aws:iam/role:Role", "aws:sqs/queue:Queue")
 """Replacing one of these takes down the control plane, the system nodes, an identity or the interruption
 queue for a while: always worth a reviewer's explicit look."""
 KUBERNETES_VERSION = config_key(("cluster", "kubernetesVersion"))
+AVAILABILITY_ZONES = config_key(("network", "availabilityZones"))
+SUBNET = "aws:ec2/subnet:Subnet"
+PLACEMENT_GROUP = "aws:ec2/placementGroup:PlacementGroup"
+PLACEMENT_GROUP_LABEL = "karpenter.k8s.aws/placement-group-id"
+"""Karpenter's label on a NodeClaim launched into a placement group (aws/karpenter-provider-aws
+pkg/apis/v1/labels.go at v1.14.1)."""
+PROMETHEUS_STORAGE = (
+    "values.prometheus.prometheusSpec.storageSpec.volumeClaimTemplate.spec.resources.requests.storage"
+)
 
 _MISSING = object()
 
@@ -98,6 +117,8 @@ class Resource:
     """Keys this resource had before (its `aliases` option; known for program runs only)."""
     delete_timeout: str | None = None
     """Its `customTimeouts.delete` (`86400s`); without one pulumi-kubernetes waits 10 minutes."""
+    dependencies: tuple[str, ...] = ()
+    """Keys of the resources it depends on (its inputs' sources and `dependsOn`)."""
 
 
 @dataclass(frozen=True)
@@ -230,6 +251,7 @@ def state_of_run(run: ProgramRun, label: str) -> State:
             },
             aliases=tuple(_key_of_urn(a) for a in r.aliases),
             delete_timeout=r.custom_timeouts.get("delete"),
+            dependencies=tuple(_key_of_urn(d) for d in r.dependencies),
         )
     return State(resources, label, run.outputs)
 
@@ -266,6 +288,7 @@ def state_of_snapshot(resources_yaml: str, label: str, outputs_yaml: str = "") -
             protect=bool(e.get("protect")),
             ignore_changes=tuple(e.get("ignoreChanges") or ()),
             delete_timeout=(e.get("customTimeouts") or {}).get("delete"),
+            dependencies=tuple(key(d) for d in e.get("dependsOn") or () if d in by_short),
         )
     return State(resources, label, (snapshot.from_yaml(outputs_yaml) or {}) if outputs_yaml else {})
 
@@ -592,13 +615,14 @@ def _change(before: State, after: State) -> Change:
         elif paths:
             steps[key] = Step("update", new.type, new.name, tuple(paths), paths=tuple(paths))
     _cascade(after, steps)
+    new_providers = {k for k, s in steps.items() if s.op == "replace"}
     for key, step in steps.items():
         if step.op == "create":
             continue
         old, new = olds[key], after.resources[key]
         steps[key] = replace(
             step,
-            delete_first=step.op == "replace" and _deletes_first(old, new),
+            delete_first=step.op == "replace" and _deletes_first(old, new, new.provider in new_providers),
             changes=summarise(old.inputs, new.inputs, own[key]) if own[key] else (),
         )
     matched = {old.key for old in olds.values()}
@@ -676,12 +700,16 @@ def _short(key: str | None) -> str:
     return f"{qualified.split('$')[-1]}::{name}"
 
 
-def _deletes_first(old: Resource, new: Resource) -> bool:
-    """Whether a replacement deletes the old resource before creating the new one."""
+def _deletes_first(old: Resource, new: Resource, provider_replaced: bool = False) -> bool:
+    """Whether a replacement deletes the old resource before creating the new one. For a resource whose
+    provider is replaced the engine does not ask the provider (pulumi/pulumi
+    pkg/resource/deploy/step_generator.go `diff`: a changed provider is `ReplaceKeys: ["provider"]` with no
+    DeleteBeforeReplace), so only the resource's own option deletes first: the new object goes to the new
+    provider's cluster, where nothing of the old one is in its way."""
+    if new.delete_before_replace or provider_replaced:
+        return new.delete_before_replace
     facts = replacement_facts(new.type)
-    return new.delete_before_replace or (
-        facts.named_delete_before_replace and _named_object_keeps_name(old, new)
-    )
+    return facts.named_delete_before_replace and _named_object_keeps_name(old, new)
 
 
 # --- Facts of a state ---------------------------------------------------------------------------------
@@ -808,6 +836,7 @@ def _collides(change: Change, key: str, step: Step) -> list[str]:
 
 def _replacement_findings(change: Change) -> list[Finding]:
     findings = []
+    replaced = {k for k, s in change.steps.items() if s.op == "replace"}
     for key, step in change.of("replace"):
         old, new = change.old(key), change.after.resources[key]
         if step.type in CRITICAL_REPLACEMENTS:
@@ -828,7 +857,9 @@ def _replacement_findings(change: Change) -> list[Finding]:
                     blocking=True,
                 )
             )
-        findings += _release_replacement_findings(step, new)
+        # Into a new cluster (a replaced provider) the release neither collides nor stops the old one.
+        if new.provider not in replaced:
+            findings += _release_replacement_findings(step, new)
     return findings
 
 
@@ -1034,9 +1065,228 @@ def _placement_zone_findings(change: Change) -> list[Finding]:
     return findings
 
 
+def _cluster_zones(state: State, cluster: Resource) -> list[str]:
+    """The zones of the declared subnets a cluster depends on (none when it uses existing subnets)."""
+    subnets = [state.resources.get(d) for d in cluster.dependencies]
+    return sorted(
+        {
+            str(s.inputs["availabilityZone"])
+            for s in subnets
+            if s and s.type == SUBNET and s.inputs.get("availabilityZone")
+        }
+    )
+
+
+def _cluster_zone_findings(change: Change) -> list[Finding]:
+    """EKS refuses a subnet update that changes the cluster's set of zones; other subnets in the same zones
+    are an update."""
+    findings = []
+    for key, step in change.of("update"):
+        if step.type != CLUSTER or not any("SubnetIds" in p or p.startswith("subnetIds") for p in step.paths):
+            continue
+        old = _cluster_zones(change.before, change.old(key))
+        new = _cluster_zones(change.after, change.after.resources[key])
+        if not old or not new or old == new:
+            continue
+        findings.append(
+            Finding(
+                f"{_where(step)}: its subnets move from zones {', '.join(old)} to {', '.join(new)}, which "
+                f"UpdateClusterConfig refuses: {CLUSTER_SUBNET_ZONES}. Keep {AVAILABILITY_ZONES} at "
+                f"{len(old)}, or deploy the new zones as a new stack, move the workloads there and destroy "
+                "this one (docs/operations.md)",
+                blocking=True,
+            )
+        )
+    return findings
+
+
+def _pools_of_class(state: State, node_class: str) -> list[Resource]:
+    """The NodePools of a state that launch their nodes from the EC2NodeClass named `node_class`."""
+    return [
+        r
+        for r in state.resources.values()
+        if r.type == NODE_POOL and _value(r.inputs, "spec.template.spec.nodeClassRef.name") == node_class
+    ]
+
+
+def _budgets(pool: Resource) -> str:
+    """A NodePool's disruption budgets as configured (`nodes "0" for Drifted from "0 7 * * mon-fri" for
+    12h; nodes "1"`), or Karpenter's default."""
+    said = []
+    for budget in _value(pool.inputs, "spec.disruption.budgets") or []:
+        text = f'nodes "{budget.get("nodes")}"'
+        text += f" for {', '.join(budget['reasons'])}" if budget.get("reasons") else ""
+        text += f' from "{budget["schedule"]}" for {budget.get("duration")}' if budget.get("schedule") else ""
+        said.append(text)
+    return "; ".join(said) or f'none set, so Karpenter\'s default nodes "{DEFAULT_DISRUPTION_BUDGET}"'
+
+
+def _drain(pool: Resource) -> str:
+    grace = _value(pool.inputs, "spec.template.spec.terminationGracePeriod")
+    if grace:
+        return f"each drain waits up to its terminationGracePeriod ({grace}), then terminates the node anyway"
+    return (
+        "with no terminationGracePeriod a drain waits as long as PodDisruptionBudgets or "
+        "karpenter.sh/do-not-disrupt pods block it"
+    )
+
+
+def _narrowed(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[str]:
+    """The requirements a node that fitted `old` may no longer fit under `new`, as a reviewer reads them
+    (Karpenter drifts a node whose labels no longer fit its pool's requirements)."""
+    before = {(r.get("key"), r.get("operator")): r for r in old}
+    # Where both pin the instance types, the types say which nodes still fit; the labels of a type
+    # (karpenter.k8s.aws/instance-family, -gpu-count...) follow from it.
+    pinned = all(
+        any(r.get("key") == INSTANCE_TYPE and r.get("operator") == "In" for r in rs) for rs in (old, new)
+    )
+    said = []
+    for r in new:
+        key, op, values = r.get("key"), r.get("operator"), set(r.get("values") or [])
+        if pinned and str(key).startswith(INSTANCE_LABELS):
+            continue
+        was = before.get((key, op))
+        if was is None:
+            said.append(f"{key} {op} {', '.join(sorted(values))}".rstrip() + " (new)")
+            continue
+        previous = set(was.get("values") or [])
+        if op == "In" and previous - values:
+            said.append(f"{key} no longer allows {', '.join(sorted(previous - values))}")
+        elif op == "NotIn" and values - previous:
+            said.append(f"{key} now excludes {', '.join(sorted(values - previous))}")
+        elif op in ("Gt", "Gte", "Lt", "Lte") and values != previous:
+            [bound], [old_bound] = values or {"0"}, previous or {"0"}
+            tighter = int(bound) > int(old_bound) if op in ("Gt", "Gte") else int(bound) < int(old_bound)
+            if tighter:
+                said.append(f"{key} {op} {old_bound} -> {bound}")
+    return said
+
+
+def _drift_reasons(step: Step, old: Resource, new: Resource) -> list[str]:
+    """What in an update of a NodePool or an EC2NodeClass makes Karpenter replace nodes, and which nodes."""
+    own = () if step.cascaded else step.paths
+    if step.type == NODE_POOL:
+        hashed = sorted(
+            {
+                _top(p, 3)
+                for p in own
+                if _covers([NODE_POOL_HASHED], p) and not _covers([NODE_POOL_REQUIREMENTS], p)
+            }
+        )
+        reasons = [f"{', '.join(hashed)} (in the NodePool's hash): every node"] if hashed else []
+        if any(_covers([NODE_POOL_REQUIREMENTS], p) for p in own):
+            narrowed = _narrowed(
+                _value(old.inputs, NODE_POOL_REQUIREMENTS) or [],
+                _value(new.inputs, NODE_POOL_REQUIREMENTS) or [],
+            )
+            reasons += [f"requirement {n}: nodes that no longer fit" for n in narrowed]
+        return reasons
+    hashed = sorted(
+        {_top(p, 2) for p in own if p.startswith("spec.") and not _covers(NODE_CLASS_NOT_HASHED, p)}
+    )
+    reasons = [f"{', '.join(hashed)} (in the EC2NodeClass's hash): every node"] if hashed else []
+    for path, which in NODE_CLASS_DYNAMIC_DRIFT.items():
+        if any(_covers([path], p) for p in own):
+            reasons.append(f"{path}: {which}")
+    return reasons
+
+
+def _top(path: str, depth: int) -> str:
+    """The first `depth` keys of an input path (`spec.template.spec`), list indexes dropped."""
+    return ".".join(re.sub(r"\[\d+\]", "", path).split(".")[:depth])
+
+
+def _drift_findings(change: Change) -> list[Finding]:
+    """An update of a NodePool's template or of an EC2NodeClass that Karpenter drifts on replaces the pool's
+    nodes after `pulumi up` (which does not wait for it), a few at a time within the pool's disruption
+    budgets; `spec.disruption`, `spec.limits` and `spec.weight` drift nothing."""
+    findings = []
+    for key, step in change.of("update"):
+        if step.type not in (NODE_POOL, NODE_CLASS):
+            continue
+        new = change.after.resources[key]
+        reasons = _drift_reasons(step, change.old(key), new)
+        if not reasons:
+            continue
+        pools = (
+            [new]
+            if step.type == NODE_POOL
+            else _pools_of_class(change.after, _value(new.inputs, "metadata.name"))
+        )
+        for pool in pools:
+            name = _value(pool.inputs, "metadata.name")
+            findings.append(
+                Finding(
+                    f"{_where(step)}: Karpenter replaces nodes of pool {name} as drifted "
+                    f"({'; '.join(reasons)}), after `pulumi up` and as its disruption budgets allow "
+                    f"({_budgets(pool)}); {_drain(pool)}"
+                )
+            )
+    return findings
+
+
+def _placement_group_deletion_findings(change: Change) -> list[Finding]:
+    """A placement group its pool stops using is deleted in the same `up` that updates the node class; EC2
+    refuses while an instance is in it, and the pool's nodes leave it only as they drift."""
+    findings = []
+    for key, step in change.of("delete"):
+        if step.type != PLACEMENT_GROUP:
+            continue
+        group = change.old(key).inputs.get("name")
+        for class_key, class_step in change.of("update"):
+            was = change.old(class_key)
+            if (
+                class_step.type != NODE_CLASS
+                or _value(was.inputs, "spec.placementGroupSelector.name") != group
+            ):
+                continue
+            for pool in _pools_of_class(change.after, _value(was.inputs, "metadata.name")):
+                name = _value(pool.inputs, "metadata.name")
+                source = replacement_facts(PLACEMENT_GROUP).source
+                refused = f"InvalidPlacementGroup.InUse; {source.repo} {source.path}"
+                in_group = f"karpenter.sh/nodepool={name},{PLACEMENT_GROUP_LABEL}"
+                findings.append(
+                    Finding(
+                        f"{_where(step)}: EC2 refuses to delete a placement group while an instance is in "
+                        f"it ({refused}), and pool {name}'s nodes leave it only as they drift after the "
+                        f"update of {class_step.name}, as its disruption budgets allow ({_budgets(pool)}): "
+                        "`pulumi up` applies the rest, then fails here while any is left (the next `up` "
+                        "retries). Let the pool's nodes go first: `pulumi up --target` the node class's URN "
+                        f"(`pulumi stack --show-urns`), wait until `kubectl get nodeclaims -l {in_group}` "
+                        "lists none (or, when no job runs, delete those), then `pulumi up`"
+                    )
+                )
+    return findings
+
+
+def _prometheus_volume_findings(change: Change) -> list[Finding]:
+    """A larger Prometheus volume requested through the chart leaves the existing claim at its size."""
+    findings = []
+    for key, step in change.of("update"):
+        if step.type != RELEASE or PROMETHEUS_STORAGE not in step.paths:
+            continue
+        old, new = change.old(key).inputs, change.after.resources[key].inputs
+        if chart_of(new) != STACK_CHART:
+            continue
+        was, now = _value(old, PROMETHEUS_STORAGE), _value(new, PROMETHEUS_STORAGE)
+        if was is None or now is None or parse_quantity(str(now)) <= parse_quantity(str(was)):
+            continue
+        retention = _value(new, "values.prometheus.prometheusSpec.retentionSize")
+        findings.append(
+            Finding(
+                f"{_where(step)}: Prometheus's volume stays {was}: {VOLUME_NOT_RESIZED}. Prometheus then "
+                f"keeps up to retentionSize {retention} on a {was} disk, which fills first. After "
+                f'`pulumi up`, resize its claim to {now} by hand (docs/observability.md, "Resizing the '
+                'Prometheus volume")'
+            )
+        )
+    return findings
+
+
 FINDINGS: tuple[Callable[[Change], list[Finding]], ...] = (
     _region_findings,
     _kubernetes_version_findings,
+    _cluster_zone_findings,
     _replacement_findings,
     _refused_update_findings,
     _deletion_findings,
@@ -1045,6 +1295,9 @@ FINDINGS: tuple[Callable[[Change], list[Finding]], ...] = (
     _offering_findings,
     _gpu_cap_findings,
     _placement_zone_findings,
+    _placement_group_deletion_findings,
+    _drift_findings,
+    _prometheus_volume_findings,
 )
 """The rules a plan is read with, in the order their findings are listed (blocking ones first)."""
 

@@ -432,3 +432,25 @@ def test_pool_caps_come_from_the_gpu_pools_output() -> None:
         "mixed": PoolCap(Decimal(16), "GPUs", 1),  # several MIG resources: the cap counts GPUs
     }
     assert caps["mig"].gpus == 8
+
+
+def test_new_subnets_in_the_same_zones_update_the_cluster_and_other_zones_are_refused() -> None:
+    def network(*subnets: tuple[str, str]) -> State:
+        declared = [resource("aws:ec2/subnet:Subnet", n, {"availabilityZone": z}) for n, z in subnets]
+        ids = [f"subnet-{n}" for n, _ in subnets]
+        cluster = resource(
+            "eks:index:Cluster",
+            "c",
+            {"name": "c", "privateSubnetIds": ids},
+            dependencies=tuple(d.key for d in declared),
+        )
+        return state(*declared, cluster)
+
+    before = network(("a", "z-1a"), ("b", "z-1b"))
+    same_zones = plan(before, network(("a2", "z-1a"), ("b", "z-1b")))
+    assert ("update", "c") in {(s.op, s.name) for s in same_zones.steps}
+    assert not same_zones.blocking
+    other_zones = plan(before, network(("a", "z-1a"), ("c", "z-1c")))
+    [refusal] = other_zones.findings
+    assert refusal.blocking
+    assert "its subnets move from zones z-1a, z-1b to z-1a, z-1c" in refusal.message
