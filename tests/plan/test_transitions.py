@@ -105,9 +105,8 @@ def test_ami_bump_updates_the_node_class_in_place_and_runs_the_smoke_test_again(
         f"update {NODE_CLASS} node-pools-class-gpu-inference: Karpenter replaces nodes of pool "
         "gpu-inference as drifted (spec.amiSelectorTerms: nodes not on an AMI it now selects (AMIDrift)), "
         "after `pulumi up` "
-        'and as its disruption budgets allow (none set, so Karpenter\'s default nodes "10%"); with no '
-        "terminationGracePeriod a drain waits as long as PodDisruptionBudgets or karpenter.sh/do-not-disrupt "
-        "pods block it",
+        'and as its disruption budgets allow (none set, so Karpenter\'s default nodes "10%"); each drain '
+        "waits up to its terminationGracePeriod (1h), then terminates the node anyway",
     ]
 
 
