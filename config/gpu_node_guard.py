@@ -28,6 +28,11 @@ MIN_INITIALIZATION_TIMEOUT_SECONDS = REGISTRATION_TIMEOUT_SECONDS
 timeout would pre-empt it, and delete GPU nodes that are still booting, pulling images and registering their
 GPUs."""
 DEFAULT_MAX_DELETIONS_PER_HOUR = 3
+DEFAULT_MAX_CONSECUTIVE_DELETIONS = 2
+"""Two: one failed launch may be bad luck (a host, a capacity pool); a second in a row, with no node of the
+pool initializing in between, is a failure that repeats on every launch."""
+MAX_CONSECUTIVE_DELETIONS = 10
+"""Beyond ten in a row the latch would add nothing to the hourly limit but a bill of ten wasted boots."""
 
 
 def check_initialization_timeout(value: str) -> str:
@@ -59,10 +64,19 @@ class GpuNodeGuardConfig(ConfigModel):
     sync_interval_seconds: WholeNumber = Field(default=30, ge=10, le=300)
     """How often the guard lists nodes and NodeClaims (and within seconds of a change to a MIG node)."""
     max_deletions_per_hour: WholeNumber = Field(default=DEFAULT_MAX_DELETIONS_PER_HOUR, ge=1, le=60)
-    """The circuit breaker: at most this many NodeClaims of one pool deleted in any hour. Further stuck
-    NodeClaims of the pool are left for a person (a Warning event on them and on the NodePool, and the
-    `gpu_eks_node_guard_breaker_open` metric), as are all while more of the pool than 20 % is uninitialized:
-    a failure that repeats on every node is not fixed by launching another."""
+    """The circuit breaker's rate limit: at most this many NodeClaims of one pool deleted in any hour; further
+    stuck NodeClaims of the pool wait until the hour's count allows (a Warning event on them and on the
+    NodePool, and the `gpu_eks_node_guard_breaker_open` metric). All wait while more of the pool's
+    NodeClaims are uninitialized than 20 % of them, rounded up to a whole NodeClaim (Karpenter's node-repair
+    threshold: a pool of up to five may replace its one stuck node, two stuck of five wait)."""
+    max_consecutive_deletions: WholeNumber = Field(
+        default=DEFAULT_MAX_CONSECUTIVE_DELETIONS, ge=1, le=MAX_CONSECUTIVE_DELETIONS
+    )
+    """The circuit breaker's latch: after this many deletions in a pool in a row with no NodeClaim of the pool
+    initializing since the last of them, the guard deletes none of the pool's stuck NodeClaims until one
+    initializes (a person deletes a stuck one after fixing the cause, and its replacement comes up) or a
+    person clears the pool's entry in the guard's Lease (docs/gpu-pools.md, "Resetting the breaker"). The
+    clock never resets it: a failure that repeats on every launch is not fixed by launching another."""
 
     @field_validator("initialization_timeout")
     @classmethod

@@ -22,6 +22,9 @@ from dataclasses import dataclass
 
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
 """Label on NodeClaims and Nodes naming their NodePool."""
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+"""Label on a launched NodeClaim naming its EC2 instance type (the NodeClaim CRD's `Type` printer column,
+`karpenter.sh_nodeclaims.yaml` of v1.14.1, vendored in tests/fixtures/karpenter-1.14.1/crds)."""
 NODEPOOL_OWNER_KIND = "NodePool"
 """Each NodeClaim Karpenter creates has one owner reference: its NodePool (apiVersion `karpenter.sh/v1`, the
 pool's name and uid), which is how an Event about the pool finds the pool's uid without reading it."""

@@ -15,6 +15,7 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
+import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from components.cluster import SYSTEM_NODE_SELECTOR
@@ -63,6 +64,7 @@ from facts.gpu_operator import (
 from facts.karpenter_lifecycle import (
     CONDITION_INITIALIZED,
     CONDITION_LAUNCHED,
+    INSTANCE_TYPE_LABEL,
     KNOWN_EPHEMERAL_TAINT_PREFIXES,
     KNOWN_EPHEMERAL_TAINTS,
     LAUNCH_TIMEOUT_SECONDS,
@@ -478,10 +480,17 @@ def _pool(stuck: int, healthy: int) -> tuple[list[Any], list[Any]]:
     return nodes, claims
 
 
+def minutes_ago(*minutes: float) -> tuple[datetime.datetime, ...]:
+    return tuple(NOW - datetime.timedelta(minutes=m) for m in minutes)
+
+
 def test_the_breaker_allows_n_deletions_an_hour_oldest_deadline_first() -> None:
     nodes, claims = _pool(stuck=2, healthy=8)
-    history = {"plain": [NOW - datetime.timedelta(minutes=m) for m in (10, 50, 70)]}  # 70: outside the hour
-    decisions = decide(nodes, claims, deletions=history)
+    # 70: outside the hour. A streak of one leaves one deletion of the latch's two.
+    history = {"plain": guard.PoolHistory(minutes_ago(70, 50, 10), 1, minutes_ago(10)[0])}
+    decisions = decide(
+        nodes, claims, config=replace(GUARD_CONFIG, max_consecutive_deletions=3), deletions=history
+    )
     assert [d.nodeclaim for d in decisions.delete] == ["s1"]  # launched earlier: its deadline passed first
     assert decisions.held == {"plain": ("s0",)}
     reasons = sorted((e.kind, e.name, e.reason) for e in decisions.events)
@@ -489,6 +498,90 @@ def test_the_breaker_allows_n_deletions_an_hour_oldest_deadline_first() -> None:
     pool_event = next(e for e in decisions.events if e.kind == "NodePool")
     assert pool_event.uid == "np-plain"  # from the NodeClaims' owner reference: kubectl describe finds it
     assert "deleted 2 of its NodeClaims in the last hour, its limit of 3" in pool_event.message
+    assert decisions.latched == frozenset()
+
+
+def test_the_breaker_latches_after_n_deletions_in_a_row_and_the_clock_does_not_reset_it() -> None:
+    nodes, claims = _pool(stuck=1, healthy=8)  # the healthy ones initialized an hour ago
+    claims[0]["metadata"]["labels"][INSTANCE_TYPE_LABEL] = "p5.48xlarge"
+    # Two in a row, the last 30 minutes ago: the hourly limit (3) would allow a third, the latch (2) does not.
+    history = {"plain": guard.PoolHistory(minutes_ago(50, 30), 2, minutes_ago(30)[0])}
+    for later in (0, 12 * 60):
+        decisions = guard.decide(
+            [guard.project_node(n) for n in nodes],
+            [guard.project_nodeclaim(c) for c in claims],
+            GUARD_CONFIG,
+            NOW + datetime.timedelta(minutes=later),
+            karpenter_lease=karpenter_lease(renewed_minutes_ago=-later, leading_minutes=60 + later),
+            deletions=history,
+        )
+        assert decisions.delete == (), later
+        assert decisions.held == {"plain": ("s0",)}
+        assert decisions.latched == {"plain"}
+        assert decisions.successes == {}
+    held = next(e for e in decisions.events if e.reason == "DeletionHeld")
+    assert "(instance type p5.48xlarge)" in held.message
+    assert "deleted 2 of its NodeClaims in a row" in held.message
+    assert "kubectl delete nodeclaim s0" in held.message
+    assert len(guard.event_manifest(held, NOW)["message"]) < 1024  # not cut short
+    pool_event = next(e for e in decisions.events if e.kind == "NodePool")
+    assert "Held: s0 (p5.48xlarge)" in pool_event.message
+    # The metric shows the latch even when nothing is due.
+    metrics = guard.Metrics()
+    metrics.observe(decide(nodes[1:], claims[1:], deletions=history))
+    assert metrics.breaker_open == {"plain": 1.0}
+    assert metrics.held == {}
+
+
+@pytest.mark.parametrize(
+    ("initialized_minutes_ago", "streak"),
+    [(None, 2), (40, 2), (30, 2), (29, 0)],
+    ids=["none", "before-the-last-deletion", "with-it", "after-it"],
+)
+def test_a_streak_ends_only_with_a_nodeclaim_initialized_after_its_last_deletion(
+    initialized_minutes_ago: float | None, streak: int
+) -> None:
+    history = guard.PoolHistory(minutes_ago(50, 30), 2, minutes_ago(30)[0])
+    initialized = None if initialized_minutes_ago is None else minutes_ago(initialized_minutes_ago)[0]
+    after = history.after_success(initialized)
+    assert after.streak == streak
+    assert after.deletions == history.deletions  # the hourly limit still counts them
+    assert guard.PoolHistory().after_success(NOW) == guard.PoolHistory()
+
+
+def test_a_nodeclaim_initialized_after_the_streak_unlatches_the_pool() -> None:
+    nodes, claims = _pool(stuck=1, healthy=8)
+    claims.append(nodeclaim("fresh", "plain", launched_minutes_ago=10, initialized="True"))
+    nodes.append(node("fresh", "plain"))
+    history = {"plain": guard.PoolHistory(minutes_ago(50, 30), 2, minutes_ago(30)[0])}
+    decisions = decide(nodes, claims, deletions=history)
+    assert [d.nodeclaim for d in decisions.delete] == ["s0"]
+    assert decisions.successes == {"plain": minutes_ago(10)[0]}
+    assert decisions.held == {}
+    assert decisions.latched == frozenset()  # one deletion of a fresh streak: not yet
+    # Initialized and since deleted (consolidation) counts too.
+    claims[-1]["metadata"]["deletionTimestamp"] = stamp(1)
+    assert decide(nodes, claims, deletions=history).successes == {"plain": minutes_ago(10)[0]}
+
+
+def test_the_history_reads_the_format_before_the_streak_and_keeps_the_streak_past_the_hour() -> None:
+    old = {"plain": [stamp(10), stamp(40)], "mig": []}
+    history = guard.parse_deletions({guard.DELETIONS_ANNOTATION: json.dumps(old)})
+    # No success after them is known: they all count towards the streak.
+    assert history == {
+        "plain": guard.PoolHistory(minutes_ago(40, 10), 2, minutes_ago(10)[0]),
+        "mig": guard.PoolHistory(),
+    }
+    stored = json.loads(guard.deletions_annotation(history, NOW))
+    assert stored == {"plain": {"deletions": [stamp(40), stamp(10)], "streak": 2, "last": stamp(10)}}
+    assert guard.parse_deletions({guard.DELETIONS_ANNOTATION: json.dumps(stored)}) == {
+        "plain": history["plain"]
+    }
+    # Hours later the times are gone, the streak is not.
+    later = json.loads(guard.deletions_annotation(history, NOW + datetime.timedelta(hours=5)))
+    assert later == {"plain": {"deletions": [], "streak": 2, "last": stamp(10)}}
+    for damaged in ("not json", '{"plain": {"deletions": ["yesterday"]}}', "[1]"):
+        assert guard.parse_deletions({guard.DELETIONS_ANNOTATION: damaged}) == {}
 
 
 def test_the_breaker_holds_every_deletion_while_over_20_percent_is_uninitialized() -> None:
@@ -686,7 +779,9 @@ def test_a_deletion_is_written_into_the_leader_lease_first() -> None:
     index = writes.index(("DELETE", f"{guard.NODECLAIMS}/stuck"))
     assert writes[index - 1] == ("PUT", lease_path)
     put = next(d for m, p, d, _ in requests if m == "PUT" and guard.DELETIONS_ANNOTATION in json.dumps(d))
-    assert json.loads(put["metadata"]["annotations"][guard.DELETIONS_ANNOTATION]) == {"mig": [stamp(0)]}
+    assert json.loads(put["metadata"]["annotations"][guard.DELETIONS_ANNOTATION]) == {
+        "mig": {"deletions": [stamp(0)], "streak": 1, "last": stamp(0)}
+    }
     assert put["metadata"]["resourceVersion"]  # a compare-and-swap
     assert put["spec"]["holderIdentity"] == "guard-a"
 
@@ -1017,6 +1112,7 @@ def test_the_guard_watches_every_gpu_pool_with_its_timeout(mixed: ProgramRun) ->
     # Karpenter's Lease where the stack installs Karpenter (the default namespace: kube-system).
     assert settings.karpenter_lease == guard.LeaseRef("kube-system", LEADER_ELECTION_LEASE)
     assert settings.max_deletions_per_hour == 3
+    assert settings.max_consecutive_deletions == 2
     assert settings.unhealthy_percent == REPAIR_UNHEALTHY_PERCENT
     # Node and NodeClaim lists ask the API server for the watched pools only.
     assert settings.selector() == "karpenter.sh/nodepool in (gpu-br,gpu-mig,gpu-shared)"
@@ -1182,6 +1278,8 @@ def test_a_settings_change_rolls_the_guard_and_keeps_its_program() -> None:
     [
         ({"gpuNodeGuard": {"initializationTimeout": "14m"}}, "gpu-eks:gpuNodeGuard.initializationTimeout"),
         ({"gpuNodeGuard": {"maxDeletionsPerHour": 0}}, "gpu-eks:gpuNodeGuard.maxDeletionsPerHour"),
+        ({"gpuNodeGuard": {"maxConsecutiveDeletions": 0}}, "gpu-eks:gpuNodeGuard.maxConsecutiveDeletions"),
+        ({"gpuNodeGuard": {"maxConsecutiveDeletions": 11}}, "gpu-eks:gpuNodeGuard.maxConsecutiveDeletions"),
         (
             {"nodePools": [{**SHARED_POOL, "initializationTimeout": "10m"}]},
             "gpu-eks:nodePools[0].initializationTimeout",
@@ -1238,6 +1336,12 @@ def test_the_in_cluster_program_uses_the_upstream_names() -> None:
     # guard.py runs alone in the cluster (standard library only), so it repeats these names: they must agree.
     assert guard.NODEPOOL_LABEL == NODEPOOL_LABEL
     assert guard.NODEPOOL_OWNER_KIND == NODEPOOL_OWNER_KIND
+    assert guard.INSTANCE_TYPE_LABEL == INSTANCE_TYPE_LABEL
+    # The NodeClaim CRD shows that label as the claim's type (`kubectl get nodeclaims`).
+    crds = Path(__file__).resolve().parent / "fixtures" / "karpenter-1.14.1" / "crds"
+    crd = yaml.safe_load((crds / "karpenter.sh_nodeclaims.yaml").read_text())
+    columns = {c["name"]: c["jsonPath"] for c in crd["spec"]["versions"][0]["additionalPrinterColumns"]}
+    assert columns["Type"] == ".metadata.labels." + INSTANCE_TYPE_LABEL.replace(".", "\\.")
     assert guard.MIG_CONFIG_STATE_LABEL == MIG_CONFIG_STATE_LABEL
     assert (guard.MIG_STATE_SUCCESS, guard.MIG_STATE_FAILED) == (MIG_STATE_SUCCESS, MIG_STATE_FAILED)
     assert set(guard.MIG_PROGRESS_STATES) == set(MIG_STATES) - {MIG_STATE_SUCCESS, MIG_STATE_FAILED}

@@ -1,10 +1,12 @@
 """The GPU node guard's real code over scripted timelines (tests/support/guard_simulation.py): Karpenter down,
 a slow MIG double boot, a MIG failure that repeats on every node, the guard's restart, a second replica and a
-network partition, and what Karpenter sees of a MIG node's GPUs while it is partitioned.
+network partition, the circuit breaker's latch and its reset, and what Karpenter sees of a MIG node's GPUs
+while it is partitioned.
 
 Every scenario also checks the property that makes two replicas safe: every write a replica made was made
 while the cluster's Lease named it the holder."""
 
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 
@@ -181,36 +183,145 @@ FAILS_EVERY_TIME = NodeScript(
 )
 
 
-def test_a_mig_failure_on_every_node_trips_the_breaker_and_bounds_deletions() -> None:
+def test_a_mig_failure_on_every_node_latches_the_breaker_across_a_failover() -> None:
     """Every node the pool launches fails the same way; each deletion makes Karpenter launch another. With a
-    15-minute timeout that is a boot every 25 minutes, forever: the breaker allows two deletions an hour (this
-    stack's setting), holds the rest for a person and says so on the NodePool, and counts on across a
-    failover of the guard's leader."""
+    15-minute timeout that would be a boot every 25 minutes, forever: the breaker deletes two in a row (the
+    default `maxConsecutiveDeletions`), then holds the third for a person and says so on the NodePool, and
+    stays latched across a failover of the guard's leader and after the hour of those deletions passed."""
     pools = {"mig": guard.PoolPolicy(initialization_timeout_seconds=15 * MINUTE, mig_gate=True)}
-    world = two_replicas(World(config=guard_config(pools=pools, max_deletions_per_hour=2)))
+    world = two_replicas(World(config=guard_config(pools=pools)))
     world.karpenter.scripts = {"mig": lambda n: FAILS_EVERY_TIME}
     world.karpenter.demand = {"mig": 1}
     breaker: list[float] = []
     world.hooks.append(lambda w: sample(w, breaker, lambda m: m.breaker_open.get("mig", 0)))
-    # The leader fails over in the middle: the history is in the Lease, not in its memory.
+    # The leader fails over in the middle: the streak is in the Lease, not in its memory.
     world.at(90 * MINUTE, lambda w: next(r for r in w.replicas if r.name == w.leader()).kill())
     world.run(3 * HOUR)
 
-    times = [r.at for r in world.cluster.deletions()]
-    assert 3 <= len(times) <= 6
-    assert max(windows(times, HOUR)) <= 2
-    assert world.cluster.reasons("DeletionHeld")
-    assert world.cluster.reasons("GuardBreakerOpen")[0]["involvedObject"] == {
+    assert [r.path.rsplit("/", 1)[1] for r in world.cluster.deletions()] == ["mig-001", "mig-002"]
+    # Recorded once by each leader (the new one does not know what the old one recorded).
+    held = world.cluster.reasons("DeletionHeld")
+    assert {e["involvedObject"]["name"] for e in held} == {"mig-003"}
+    assert "instance type g6e.12xlarge" in held[0]["message"]
+    assert "2 of its NodeClaims in a row" in held[0]["message"]
+    assert "kubectl delete nodeclaim mig-003" in held[0]["message"]
+    pool_event = world.cluster.reasons("GuardBreakerOpen")[0]
+    assert pool_event["involvedObject"] == {
         "apiVersion": "karpenter.sh/v1",
         "kind": "NodePool",
         "name": "mig",
         "uid": "np-mig",
     }
-    assert 1 in breaker
+    assert "Held: mig-003 (g6e.12xlarge)" in pool_event["message"]
+    assert breaker[-60:] == [1] * 60
     # The node waiting for a person keeps its gate and its device plugin off.
     (waiting,) = world.cluster.nodes.values()
     assert GATE in waiting["spec"]["taints"]
     assert waiting["metadata"]["labels"][PLUGIN] == guard.DEVICE_PLUGIN_PAUSED
+    only_the_holder_wrote(world)
+
+
+def stored_history(world: World, pool: str) -> guard.PoolHistory:
+    """The pool's breaker history as the guard's Lease holds it (none once nothing is left to remember)."""
+    lease = world.cluster.leases[world.config.leader_lease.path]
+    return guard.parse_deletions(guard.annotations_of(lease)).get(pool, guard.PoolHistory())
+
+
+def test_a_pool_whose_every_node_fails_is_deleted_twice_then_held_for_12_hours() -> None:
+    """Demand 1, no node ever gets its GPUs. Before the latch this made 35 deletions in 12 hours (three an
+    hour, the hourly limit, forever). Now: two, then the third NodeClaim is held until the end, through a
+    leader change and a restart of the whole Deployment, and the holding alert's series stays up."""
+    world = two_replicas(World())
+    world.karpenter.scripts = {"gpu": lambda n: NodeScript(gpus=None)}
+    world.karpenter.demand = {"gpu": 1}
+    held: list[float] = []
+    world.hooks.append(lambda w: sample(w, held, lambda m: m.held.get("gpu", 0)))
+    world.at(3 * HOUR, lambda w: next(r for r in w.replicas if r.name == w.leader()).kill())
+    world.at(6 * HOUR, lambda w: w.each_replica("kill"))
+    world.at(6 * HOUR + MINUTE, lambda w: w.each_replica("start"))
+    world.run(12 * HOUR)
+
+    deletions = world.cluster.deletions()
+    assert [r.path.rsplit("/", 1)[1] for r in deletions] == ["gpu-001", "gpu-002"]
+    assert world.karpenter.launched == 3
+    assert "gpu-003" in world.cluster.nodeclaims
+    # Held (gpu_eks_node_guard_nodeclaims_held = 1, what GpuNodeGuardHoldingNodeClaims fires on) from the
+    # first sync after gpu-003's deadline to the end, bar the minute the Deployment was down.
+    latched_at = int((deletions[-1].at + 25 * MINUTE) // MINUTE) + 1
+    assert set(held[latched_at:]) == {1}
+    assert stored_history(world, "gpu").streak == 2
+    only_the_holder_wrote(world)
+
+
+def test_one_failing_slot_among_healthy_nodes_is_bounded() -> None:
+    """Four healthy nodes and a fifth slot whose every node fails (before the latch: 23 deletions in 8
+    hours; after it nothing more happens, so four hours show it). The healthy nodes initialized before the
+    streak began, so they do not end it."""
+    world = two_replicas(World())
+    world.karpenter.scripts = {"gpu": lambda n: NodeScript(gpus=None if n > 4 else 7 * MINUTE)}
+    world.karpenter.demand = {"gpu": 5}
+    world.run(4 * HOUR)
+    assert [r.path.rsplit("/", 1)[1] for r in world.cluster.deletions()] == ["gpu-005", "gpu-006"]
+    assert world.karpenter.launched == 7
+    assert {e["involvedObject"]["name"] for e in world.cluster.reasons("DeletionHeld")} == {"gpu-007"}
+    assert world.karpenter.terminated == ["gpu-005", "gpu-006"]
+    only_the_holder_wrote(world)
+
+
+def test_a_transient_failure_resets_the_streak_so_a_later_one_is_replaced_again() -> None:
+    """With a latch after a single deletion: the first node fails and is replaced, the replacement comes up
+    and ends the streak (in the Lease); three hours later an unrelated node fails and is replaced too, and
+    its replacement ends that streak as well. Without the reset the second would have been held."""
+    world = two_replicas(World(config=guard_config(max_consecutive_deletions=1)))
+    world.karpenter.scripts = {"gpu": lambda n: NodeScript(gpus=None if n in (1, 3) else 7 * MINUTE)}
+    world.karpenter.demand = {"gpu": 1}
+    world.run(HOUR)
+    assert stored_history(world, "gpu").streak == 0
+    world.karpenter.demand = {"gpu": 2}
+    world.run(3 * HOUR)
+    assert [r.path.rsplit("/", 1)[1] for r in world.cluster.deletions()] == ["gpu-001", "gpu-003"]
+    assert world.cluster.reasons("DeletionHeld") == []
+    assert stored_history(world, "gpu").streak == 0
+    claims = world.cluster.nodeclaims.values()
+    assert {guard.condition(c, "Initialized")["status"] for c in claims} == {"True"}
+    only_the_holder_wrote(world)
+
+
+def test_a_person_resets_a_latched_breaker_either_way() -> None:
+    """Latched on a pool whose nodes all fail. A person fixes the cause and deletes the held NodeClaim: its
+    replacement initializes, which resets the breaker. Later the nodes fail again and the breaker latches
+    again; this time the person clears the pool's entry in the Lease (docs/gpu-pools.md's command), and the
+    guard deletes the held NodeClaim at its next sync."""
+    broken = {"now": True}
+    world = two_replicas(World())
+    world.karpenter.scripts = {"gpu": lambda n: NodeScript(gpus=None if broken["now"] else 7 * MINUTE)}
+    world.karpenter.demand = {"gpu": 1}
+    world.run(2 * HOUR)
+    assert len(world.cluster.deletions()) == 2
+    broken["now"] = False
+    world.cluster.nodeclaims["gpu-003"]["metadata"]["deletionTimestamp"] = world.clock.stamp()  # kubectl
+    world.run(30 * MINUTE)
+    assert "gpu-004" in world.cluster.nodeclaims
+    assert stored_history(world, "gpu").streak == 0
+
+    broken["now"] = True
+    world.karpenter.demand = {"gpu": 2}
+    world.run(2 * HOUR)
+    assert len(world.cluster.deletions()) == 4
+    (held,) = world.cluster.reasons("DeletionHeld")[1:]
+    assert held["involvedObject"]["name"] == "gpu-007"
+
+    def clear(w: World) -> None:  # what `kubectl ... | jq 'del(.gpu)' | kubectl replace -f -` leaves
+        lease = w.cluster.leases[w.config.leader_lease.path]
+        annotations = lease["metadata"]["annotations"]
+        entries = json.loads(annotations[guard.DELETIONS_ANNOTATION])
+        del entries["gpu"]
+        annotations[guard.DELETIONS_ANNOTATION] = json.dumps(entries)
+        w.cluster.bump(lease)
+
+    world.at(world.clock.seconds, clear)
+    world.run(MINUTE)
+    assert world.cluster.deletions()[-1].path.endswith("/gpu-007")
     only_the_holder_wrote(world)
 
 
@@ -253,10 +364,9 @@ def test_a_leader_that_dies_mid_deletion_is_replaced_without_a_double_action() -
     ((deleter, claim),) = [(r.actor, r.path.rsplit("/", 1)[1]) for r in world.cluster.deletions()]
     assert claim == "gpu-001"
     assert deleter != first
-    history = guard.parse_deletions(
-        guard.annotations_of(world.cluster.leases[world.config.leader_lease.path])
-    )
-    assert len(history["gpu"]) == 2
+    history = stored_history(world, "gpu")
+    assert len(history.deletions) == 2
+    assert history.streak == 0  # the replacement initialized
     assert world.leader() != first  # the restarted one stays standby
     only_the_holder_wrote(world)
 

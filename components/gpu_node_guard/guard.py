@@ -26,10 +26,15 @@ the pools it watches (label selector `karpenter.sh/nodepool in (...)`), decides 
    not caught up yet). The whole watchdog pass is skipped while Karpenter's leader Lease is stale, missing,
    or was taken over less than `karpenterSettleSeconds` ago: a NodeClaim deleted then would only be
    terminated once Karpenter runs again, perhaps after its node became healthy.
-3. Circuit breaker, per pool: at most `maxDeletionsPerHour` deletions in any hour, and none while more of the
-   pool's NodeClaims are uninitialized than 20 % (rounded up), Karpenter's own node-repair threshold. A
-   NodeClaim the breaker holds stays for a person: a Warning event on it and on its NodePool, and the
-   `gpu_eks_node_guard_breaker_open` metric. The deletion history lives in the leader Lease
+3. Circuit breaker, per pool: after `maxConsecutiveDeletions` deletions in a row with no NodeClaim of the
+   pool initializing since the last of them, it latches open: a failure that repeats on every launch is not
+   fixed by another launch. It closes only when a NodeClaim of the pool initializes (its `Initialized`
+   condition turned True after the last counted deletion) or a person clears the pool's entry in the
+   history, never by the clock. Besides, at most `maxDeletionsPerHour` deletions in any hour, and none while
+   more of the pool's NodeClaims are uninitialized than 20 % of them rounded up to a whole NodeClaim,
+   Karpenter's own node-repair threshold. A NodeClaim the breaker holds stays (Warning events on it and on
+   its NodePool, the `gpu_eks_node_guard_breaker_open` metric). The history (per pool: the last hour's
+   deletions, the streak and when its last deletion was counted) lives in the leader Lease
    (`gpu-eks.io/deletions`), written before each deletion with the Lease's resourceVersion, so it survives a
    restart and a second replica can neither lose it nor act on a stale copy.
 
@@ -59,6 +64,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+"""Set by Karpenter on a launched NodeClaim: the events name it, so a person sees which type fails."""
 NODEPOOL_OWNER_KIND = "NodePool"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 MIG_CONFIG_STATE_LABEL = "nvidia.com/mig.config.state"
@@ -149,6 +156,8 @@ class GuardConfig:
     """After a Karpenter replica took over the Lease, give it this long to catch up before deleting."""
     max_deletions_per_hour: int = 3
     """Per pool, in any hour."""
+    max_consecutive_deletions: int = 2
+    """Per pool, deletions in a row without a NodeClaim of the pool initializing: then the breaker latches."""
     unhealthy_percent: int = 20
     """No deletion in a pool while more of its NodeClaims than this share (rounded up) are uninitialized."""
     event_namespace: str = "default"
@@ -182,6 +191,7 @@ class GuardConfig:
             karpenter_stale_seconds=number("karpenterStaleSeconds", cls.karpenter_stale_seconds),
             karpenter_settle_seconds=number("karpenterSettleSeconds", cls.karpenter_settle_seconds),
             max_deletions_per_hour=number("maxDeletionsPerHour", cls.max_deletions_per_hour),
+            max_consecutive_deletions=number("maxConsecutiveDeletions", cls.max_consecutive_deletions),
             unhealthy_percent=number("unhealthyPercent", cls.unhealthy_percent),
             event_namespace=document.get("eventNamespace", cls.event_namespace),
             sync_interval_seconds=number("syncIntervalSeconds", cls.sync_interval_seconds),
@@ -273,7 +283,7 @@ def project_nodeclaim(claim: Mapping[str, Any]) -> dict[str, Any]:
                 for key in ("name", "uid", "resourceVersion", "deletionTimestamp", "ownerReferences")
                 if key in metadata
             },
-            "labels": {NODEPOOL_LABEL: labels[NODEPOOL_LABEL]} if NODEPOOL_LABEL in labels else {},
+            "labels": {key: labels[key] for key in (NODEPOOL_LABEL, INSTANCE_TYPE_LABEL) if key in labels},
         },
         "spec": {
             "startupTaints": spec.get("startupTaints") or [],
@@ -320,31 +330,69 @@ class MigProgress:
             return None  # Written by hand or damaged: start over.
 
 
-def parse_deletions(annotations: Mapping[str, str]) -> dict[str, tuple[datetime.datetime, ...]]:
-    """The breaker's deletion history (pool -> times) from the leader Lease's annotations."""
+@dataclass(frozen=True)
+class PoolHistory:
+    """What the circuit breaker remembers of one pool."""
+
+    deletions: tuple[datetime.datetime, ...] = ()
+    """When its deletions were counted (the last hour's are kept): what the hourly limit counts."""
+    streak: int = 0
+    """Deletions counted since a NodeClaim of the pool last initialized: what latches the breaker."""
+    last: datetime.datetime | None = None
+    """When the streak's last deletion was counted; a NodeClaim initialized after it ends the streak."""
+
+    def after_success(self, initialized: datetime.datetime | None) -> "PoolHistory":
+        """The history once a NodeClaim of the pool is seen initialized at `initialized` (the latest
+        `lastTransitionTime` of an `Initialized=True` condition): the streak ends if that came after its last
+        deletion. Healthy nodes older than the streak, and the clock, end nothing."""
+        if self.streak and initialized is not None and (self.last is None or initialized > self.last):
+            return replace(self, streak=0, last=None)
+        return self
+
+    def counted(self, now: datetime.datetime) -> "PoolHistory":
+        """The history with a deletion counted at `now` (the last hour's deletions only)."""
+        return PoolHistory((*last_hour(self.deletions, now), now), self.streak + 1, now)
+
+
+def parse_deletions(annotations: Mapping[str, str]) -> dict[str, PoolHistory]:
+    """The breaker's history per pool from the leader Lease's annotations. A pool's entry is
+    `{"deletions": [times], "streak": n, "last": time}`; a list of times is the format before the streak
+    was kept: those deletions all count towards the streak, since no success after them is known."""
     text = annotations.get(DELETIONS_ANNOTATION)
+    history: dict[str, PoolHistory] = {}
     try:
         document = json.loads(text) if text else {}
-        return {
-            str(pool): tuple(parse_time(t) for t in times)
-            for pool, times in document.items()
-            if isinstance(times, list)
-        }
+        for pool, entry in document.items():
+            if isinstance(entry, list):
+                times = tuple(sorted(parse_time(t) for t in entry))
+                history[str(pool)] = PoolHistory(times, len(times), times[-1] if times else None)
+            elif isinstance(entry, dict):
+                last = entry.get("last")
+                history[str(pool)] = PoolHistory(
+                    tuple(sorted(parse_time(t) for t in entry.get("deletions") or ())),
+                    int(entry.get("streak") or 0),
+                    parse_time(last) if last else None,
+                )
     except (ValueError, TypeError, AttributeError):
-        return {}
+        return {}  # Written by hand or damaged: start over.
+    return history
 
 
 def last_hour(times: Iterable[datetime.datetime], now: datetime.datetime) -> list[datetime.datetime]:
-    """The times of the hour before `now`: what the breaker counts."""
+    """The times of the hour before `now`: what the hourly limit counts."""
     return [t for t in times if (now - t).total_seconds() < HOUR]
 
 
-def deletions_annotation(history: Mapping[str, Iterable[datetime.datetime]], now: datetime.datetime) -> str:
-    """The history as stored: the last hour only, sorted."""
-    kept = {
-        pool: sorted(format_time(t) for t in last_hour(times, now)) for pool, times in sorted(history.items())
-    }
-    return json.dumps({pool: times for pool, times in kept.items() if times}, sort_keys=True)
+def deletions_annotation(history: Mapping[str, PoolHistory], now: datetime.datetime) -> str:
+    """The history as stored: per pool the last hour's deletions, sorted, and the streak; pools with neither
+    are dropped."""
+    kept: dict[str, dict[str, Any]] = {}
+    for pool, entry in sorted(history.items()):
+        recent = sorted(format_time(t) for t in last_hour(entry.deletions, now))
+        if recent or entry.streak:
+            last = {"last": format_time(entry.last)} if entry.last else {}
+            kept[pool] = {"deletions": recent, "streak": entry.streak, **last}
+    return json.dumps(kept, sort_keys=True)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -404,7 +452,9 @@ class Deletion:
     pool: str
     event: Event
     stuck: str
-    """How the NodeClaim is stuck (its age, reason and the Node's evidence): what the events about it say."""
+    """How the NodeClaim is stuck (its age, instance type, reason and the Node's evidence): what the events
+    about it say."""
+    instance_type: str
 
 
 @dataclass(frozen=True)
@@ -419,6 +469,10 @@ class Decisions:
     """Nodes per gated pool whose MIG manager reported `failed`."""
     held: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """Per pool, the NodeClaims past their deadline the circuit breaker keeps (left for a person)."""
+    latched: frozenset[str] = frozenset()
+    """Pools whose breaker is latched (after this sync's deletions): their next stuck NodeClaim is held."""
+    successes: Mapping[str, datetime.datetime] = field(default_factory=dict)
+    """Per pool whose stored streak a NodeClaim initialized since ends: when it initialized (to store)."""
     karpenter_unavailable: str | None = None
     """Why the watchdog pass was skipped (Karpenter not leading or just took over); None when it ran."""
 
@@ -583,6 +637,8 @@ class _Pool:
     members: int = 0
     uninitialized: int = 0
     uid: str = ""
+    initialized: datetime.datetime | None = None
+    """The latest time a NodeClaim of the pool turned `Initialized` (what ends a breaker's streak)."""
     due: list[tuple[datetime.datetime, Deletion]] = field(default_factory=list)
     """NodeClaims past their deadline with evidence from their Node, by deadline."""
 
@@ -627,12 +683,18 @@ def _watchdog(
         metadata = claim.get("metadata", {})
         name = (metadata.get("labels") or {}).get(NODEPOOL_LABEL, "")
         policy = config.pools.get(name)
-        if policy is None or metadata.get("deletionTimestamp"):
+        if policy is None:
             continue
         pool = pools.setdefault(name, _Pool(uid=_owner_pool_uid(claim)))
+        initialized = condition(claim, "Initialized")
+        if initialized.get("status") == "True" and initialized.get("lastTransitionTime"):
+            # Deleting or not, it did initialize.
+            at = parse_time(initialized["lastTransitionTime"])
+            pool.initialized = max(at, pool.initialized or at)
+        if metadata.get("deletionTimestamp"):
+            continue
         pool.members += 1
         launched = condition(claim, "Launched")
-        initialized = condition(claim, "Initialized")
         if launched.get("status") != "True" or initialized.get("status") == "True":
             continue
         pool.uninitialized += 1
@@ -664,7 +726,11 @@ def _watchdog(
             continue
         why = initialized.get("reason") or "NotInitialized"
         age = (now - parse_time(launched["lastTransitionTime"])).total_seconds()
-        stuck = f"launched {_minutes(age)} ago and still not initialized ({why}: {'; '.join(evidence)})"
+        instance_type = (metadata.get("labels") or {}).get(INSTANCE_TYPE_LABEL) or "unknown"
+        stuck = (
+            f"launched {_minutes(age)} ago (instance type {instance_type}) and still not initialized ({why}: "
+            f"{'; '.join(evidence)})"
+        )
         message = (
             f"{stuck}; deleting it after the pool's initialization timeout of {_minutes(timeout)} (counted "
             f"since {clock}) so Karpenter launches a replacement"
@@ -672,47 +738,71 @@ def _watchdog(
         event = Event(
             "NodeClaim", "karpenter.sh/v1", claim_name, uid, "Warning", "InitializationTimeout", message
         )
-        pool.due.append(
-            (deadline, Deletion(claim_name, uid, metadata.get("resourceVersion", ""), name, event, stuck))
-        )
+        version = metadata.get("resourceVersion", "")
+        pool.due.append((deadline, Deletion(claim_name, uid, version, name, event, stuck, instance_type)))
     return pools, events
 
 
+@dataclass(frozen=True)
+class _Verdict:
+    """What the circuit breaker makes of one pool's due NodeClaims."""
+
+    delete: list[Deletion]
+    held: list[Deletion]
+    events: list[Event]
+    latched: bool
+    """The streak reached `max_consecutive_deletions` (this sync's deletions included)."""
+
+
 def _breaker(
-    name: str,
-    pool: _Pool,
-    history: Sequence[datetime.datetime],
-    config: GuardConfig,
-    now: datetime.datetime,
-) -> tuple[list[Deletion], list[Deletion], list[Event]]:
+    name: str, pool: _Pool, history: PoolHistory, config: GuardConfig, now: datetime.datetime
+) -> _Verdict:
     """A pool's due NodeClaims split into those to delete and those the circuit breaker holds, with the
-    events of the held ones and of the pool."""
+    events of the held ones and of the pool. `history` is the pool's as stored, with any success applied."""
     due = [d for _, d in sorted(pool.due, key=lambda item: (item[0], item[1].nodeclaim))]
-    recent = last_hour(history, now)
+    recent = last_hour(history.deletions, now)
     allowed_unhealthy = math.ceil(pool.members * config.unhealthy_percent / 100)
+    in_a_row = max(config.max_consecutive_deletions - history.streak, 0)
+    hourly = max(config.max_deletions_per_hour - len(recent), 0)
     if pool.uninitialized > allowed_unhealthy:
-        budget = 0
+        budget, latch = 0, False
         cause = (
             f"{pool.uninitialized} of its {pool.members} NodeClaims are not initialized, more than "
             f"{config.unhealthy_percent}% (rounded up: {allowed_unhealthy}): many nodes failing alike is a "
-            "cause no replacement fixes"
+            "cause no replacement fixes; it deletes again once fewer are"
         )
     else:
-        budget = max(config.max_deletions_per_hour - len(recent), 0)
-        cause = (
-            f"the guard deleted {len(recent)} of its NodeClaims in the last hour, its limit of "
-            f"{config.max_deletions_per_hour}"
-        )
+        budget, latch = min(in_a_row, hourly), in_a_row <= hourly
+        if latch:
+            cause = (
+                f"it deleted {config.max_consecutive_deletions} of its NodeClaims in a row (the last at "
+                f"{format_time(now if budget else history.last or now)}) and no NodeClaim "
+                f"of the pool initialized since, the limit of gpuNodeGuard.maxConsecutiveDeletions: the "
+                "failure repeats on every launch. It stays open until a NodeClaim of the pool initializes"
+            )
+        else:
+            cause = (
+                f"the guard deleted {len(recent)} of its NodeClaims in the last hour, its limit of "
+                f"{config.max_deletions_per_hour}; it deletes again once the hour's count allows"
+            )
     delete, held = due[:budget], due[budget:]
+    latched = history.streak + len(delete) >= config.max_consecutive_deletions
     if not held:
-        return delete, held, []
+        return _Verdict(delete, held, [], latched)
+    if latch:
+        advice = (
+            "find the cause on its node, fix it, then delete this NodeClaim (kubectl delete nodeclaim "
+            f"{{claim}}); once a NodeClaim of pool {name} initializes the guard replaces stuck ones again "
+            "(docs/gpu-pools.md, resetting the breaker)"
+        )
+    else:
+        advice = "find the cause on its node, then delete the NodeClaim (kubectl delete nodeclaim {claim})"
     events = [
         replace(
             d.event,
             reason="DeletionHeld",
-            message=f"{d.stuck}; NOT deleted: the GPU node guard's circuit "
-            f"breaker for pool {name} is open ({cause}). Left for a person: find the cause on the node, then "
-            f"delete the NodeClaim (kubectl delete nodeclaim {d.nodeclaim})",
+            message=f"{d.stuck}; NOT deleted: the GPU node guard's circuit breaker for pool {name} is open "
+            f"({cause}). Left for a person: {advice.format(claim=d.nodeclaim)}",
         )
         for d in held
     ]
@@ -725,10 +815,10 @@ def _breaker(
             "Warning",
             BREAKER_OPEN,
             f"the GPU node guard stopped deleting this pool's stuck NodeClaims: {cause}. Held: "
-            f"{', '.join(d.nodeclaim for d in held)}; see their events",
+            f"{', '.join(f'{d.nodeclaim} ({d.instance_type})' for d in held)}; see their events",
         )
     )
-    return delete, held, events
+    return _Verdict(delete, held, events, latched)
 
 
 def decide(
@@ -739,10 +829,10 @@ def decide(
     reported: frozenset[tuple[str, str, str, str]] = frozenset(),
     *,
     karpenter_lease: Mapping[str, Any] | None = None,
-    deletions: Mapping[str, Sequence[datetime.datetime]] | None = None,
+    deletions: Mapping[str, PoolHistory] | None = None,
 ) -> Decisions:
     """What to do, given the objects as listed, the time, the events already recorded (by `Event.key`),
-    Karpenter's leader Lease and the breaker's deletion history (pool -> times of past deletions)."""
+    Karpenter's leader Lease and the breaker's history per pool (`parse_deletions`)."""
     nodes = list(nodes)
     patches, events, mig_failed = _gate(nodes, config, now)
     pools, lagging = _watchdog(nodes, nodeclaims, config, now)
@@ -750,13 +840,24 @@ def decide(
     unavailable = karpenter_unavailable(karpenter_lease, config, now)
     delete: list[Deletion] = []
     held: dict[str, tuple[str, ...]] = {}
-    if unavailable is None:
-        for name, pool in sorted(pools.items()):
-            allowed, kept, breaker_events = _breaker(name, pool, (deletions or {}).get(name, ()), config, now)
-            delete += allowed
-            events += breaker_events
-            if kept:
-                held[name] = tuple(d.nodeclaim for d in kept)
+    latched: set[str] = set()
+    successes: dict[str, datetime.datetime] = {}
+    for name, pool in sorted(pools.items()):
+        stored = (deletions or {}).get(name, PoolHistory())
+        history = stored.after_success(pool.initialized)
+        if history != stored and pool.initialized is not None:
+            successes[name] = pool.initialized
+        if unavailable is not None:
+            if history.streak >= config.max_consecutive_deletions:
+                latched.add(name)
+            continue
+        verdict = _breaker(name, pool, history, config, now)
+        delete += verdict.delete
+        events += verdict.events
+        if verdict.held:
+            held[name] = tuple(d.nodeclaim for d in verdict.held)
+        if verdict.latched:
+            latched.add(name)
     return Decisions(
         patches=tuple(patches),
         delete=tuple(delete),
@@ -764,6 +865,8 @@ def decide(
         uninitialized={name: pool.uninitialized for name, pool in pools.items() if pool.uninitialized},
         mig_failed=mig_failed,
         held=held,
+        latched=frozenset(latched),
+        successes=successes,
         karpenter_unavailable=unavailable,
     )
 
@@ -794,8 +897,10 @@ METRICS = {
     ),
     "gpu_eks_node_guard_breaker_open": (
         "gauge",
-        "1 when the pool's circuit breaker held a deletion at the last sync (too many deletions in an hour, "
-        "or too much of the pool uninitialized): its stuck NodeClaims are left for a person.",
+        "1 when the pool's circuit breaker was open at the last sync: latched after "
+        "maxConsecutiveDeletions deletions in a row with no NodeClaim of the pool initialized since (until "
+        "one does or a person resets it), or holding a deletion (too many in an hour, too much of the pool "
+        "uninitialized).",
     ),
     "gpu_eks_node_guard_nodeclaims_held": (
         "gauge",
@@ -843,7 +948,7 @@ class Metrics:
         self.uninitialized = {p: float(n) for p, n in decisions.uninitialized.items()}
         self.mig_failed = {p: float(n) for p, n in decisions.mig_failed.items()}
         self.held = {p: float(len(n)) for p, n in decisions.held.items()}
-        self.breaker_open = dict.fromkeys(decisions.held, 1.0)
+        self.breaker_open = dict.fromkeys({*decisions.held, *decisions.latched}, 1.0)
         self.karpenter_unavailable = 1.0 if decisions.karpenter_unavailable else 0.0
 
     def standby(self) -> None:
@@ -1080,7 +1185,7 @@ class NotLeader(Exception):
 
 
 class BudgetSpent(Exception):
-    """The pool's deletions of the last hour, as the Lease holds them, leave none to spend."""
+    """The pool's history as the Lease holds it leaves no deletion to spend (the hour's, or the streak's)."""
 
 
 class LeaderElector:
@@ -1242,7 +1347,6 @@ class Guard:
         karpenter = self.api.get_lease(self.config.karpenter_lease)
         nodes = self.api.list(NODES, self.config.selector(), project_node)
         claims = self.api.list(NODECLAIMS, self.config.selector(), project_nodeclaim)
-        history = parse_deletions(annotations_of(self.elector.record))
         decisions = decide(
             nodes,
             claims,
@@ -1250,7 +1354,7 @@ class Guard:
             now,
             frozenset(self.reported),
             karpenter_lease=karpenter,
-            deletions=history,
+            deletions=parse_deletions(annotations_of(self.elector.record)),
         )
         self.metrics.last_success = self.metrics.heartbeat = now.timestamp()
         self.metrics.observe(decisions)
@@ -1271,6 +1375,8 @@ class Guard:
                 self.metrics.paused[patch.pool] = self.metrics.paused.get(patch.pool, 0) + 1
             if patch.event is not None:
                 self._record(patch.event, now)
+        if decisions.successes:
+            self._reset(decisions.successes, now)  # if it fails, `_reserve` finds the streak as stored
         for deletion in decisions.delete:
             if not self._reserve(deletion, now):
                 break
@@ -1284,16 +1390,37 @@ class Guard:
             self._record(event, now)
         return decisions
 
+    def _reset(self, successes: Mapping[str, datetime.datetime], now: datetime.datetime) -> None:
+        """End the streaks of the pools where a NodeClaim initialized after their last deletion, in the
+        leader Lease (before any deletion of this sync counts on them)."""
+
+        def reset(annotations: dict[str, str]) -> dict[str, str]:
+            history = parse_deletions(annotations)
+            for pool, initialized in successes.items():
+                if pool in history:
+                    history[pool] = history[pool].after_success(initialized)
+            return {**annotations, DELETIONS_ANNOTATION: deletions_annotation(history, now)}
+
+        try:
+            self.elector.update(reset, self.clock()[0], now)
+        except (NotLeader, ApiError, OSError) as error:
+            log.warning("could not reset the breaker of %s: %s", ", ".join(sorted(successes)), error)
+            return
+        log.info("a NodeClaim initialized: reset the breaker of %s", ", ".join(sorted(successes)))
+
     def _reserve(self, deletion: Deletion, now: datetime.datetime) -> bool:
         """Write the deletion into the breaker's history in the leader Lease before deleting: only the
         holder can, and a crash after it errs on the side of fewer deletions."""
 
         def add(annotations: dict[str, str]) -> dict[str, str]:
             history = parse_deletions(annotations)
-            recent = last_hour(history.get(deletion.pool, ()), now)
+            pool = history.get(deletion.pool, PoolHistory())
+            recent = last_hour(pool.deletions, now)
             if len(recent) >= self.config.max_deletions_per_hour:
                 raise BudgetSpent(f"{len(recent)} deletions in pool {deletion.pool} in the last hour")
-            history[deletion.pool] = (*recent, now)
+            if pool.streak >= self.config.max_consecutive_deletions:
+                raise BudgetSpent(f"{pool.streak} deletions in a row in pool {deletion.pool}, no success")
+            history[deletion.pool] = pool.counted(now)
             return {**annotations, DELETIONS_ANNOTATION: deletions_annotation(history, now)}
 
         try:

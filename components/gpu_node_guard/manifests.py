@@ -46,7 +46,8 @@ RUN_AS = 65532
 
 LEADER_LEASE = NAME
 """The Lease the guard's replicas elect their leader with, in the guard's namespace; it also carries the
-circuit breaker's deletion history (annotation `gpu-eks.io/deletions`)."""
+circuit breaker's history (annotation `gpu-eks.io/deletions`: per pool the last hour's deletions and the
+streak of deletions without a NodeClaim initializing)."""
 REPLICAS = GUARD_REPLICAS
 """Leader and standby, on different system nodes (the system node group has at least two)."""
 PRIORITY_CLASS = "system-cluster-critical"
@@ -152,6 +153,7 @@ def guard_settings(
         "karpenterStaleSeconds": KARPENTER_STALE_SECONDS,
         "karpenterSettleSeconds": KARPENTER_SETTLE_SECONDS,
         "maxDeletionsPerHour": config.max_deletions_per_hour,
+        "maxConsecutiveDeletions": config.max_consecutive_deletions,
         "unhealthyPercent": REPAIR_UNHEALTHY_PERCENT,
         "eventNamespace": EVENT_NAMESPACE,
         "syncIntervalSeconds": config.sync_interval_seconds,

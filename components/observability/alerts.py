@@ -431,14 +431,17 @@ def gpu_node_guard_rules(targets: Targets) -> list[dict[str, Any]]:
             summary="The GPU node guard holds {{ $value }} stuck NodeClaims of pool {{ $labels.nodepool }} "
             "for a person",
             description=(
-                "Its circuit breaker is open: the pool's nodes fail alike (more deletions in the last hour "
-                "than gpuNodeGuard.maxDeletionsPerHour allows, or over 20 % of the pool uninitialized), so "
+                "Its circuit breaker is open: the pool's nodes fail alike (gpuNodeGuard."
+                "maxConsecutiveDeletions deletions in a row with no node of the pool initializing since, "
+                "which holds until one does or a person resets it; more deletions in the last hour than "
+                "gpuNodeGuard.maxDeletionsPerHour allows; or over 20 % of the pool uninitialized), so "
                 "replacing them would only bill one boot after another. The held NodeClaims keep billing "
                 "until someone acts. Find what they share (kubectl get events -n default --field-selector "
                 "reason=DeletionHeld; the NodePool's GuardBreakerOpen event; kubectl -n "
                 f"{targets.gpu_operator_namespace} get pods -o wide on one of their nodes: a failing "
-                "operand, MIG failed, an image that never pulls), fix it, then delete the held NodeClaims "
-                "(kubectl delete nodeclaim <name>)."
+                "operand, MIG failed, an image that never pulls, one instance type), fix it, then delete "
+                "the held NodeClaims (kubectl delete nodeclaim <name>): a replacement that initializes "
+                "resets the breaker."
             ),
             cluster=targets.cluster,
         ),

@@ -38,6 +38,8 @@ GATE = {"key": "gpu-eks.io/mig-pending", "value": "true", "effect": "NoSchedule"
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
 UNREGISTERED = {"key": "karpenter.sh/unregistered", "effect": "NoExecute"}
 NOT_READY = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
+INSTANCE_TYPE = "g6e.12xlarge"
+"""What Karpenter launches (it labels each NodeClaim with its instance type)."""
 PLUGIN = guard.DEVICE_PLUGIN_DEPLOY_LABEL
 STATE = guard.MIG_CONFIG_STATE_LABEL
 
@@ -339,7 +341,7 @@ class Karpenter:
             "metadata": {
                 "name": name,
                 "uid": f"uid-{name}",
-                "labels": {guard.NODEPOOL_LABEL: pool},
+                "labels": {guard.NODEPOOL_LABEL: pool, guard.INSTANCE_TYPE_LABEL: INSTANCE_TYPE},
                 "ownerReferences": [
                     {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "name": pool, "uid": f"np-{pool}"}
                 ],
