@@ -185,7 +185,9 @@ class AutomationConfig(ConfigModel):
 
     preview_role_arn: IamRoleArn | None = None
     """The role `pulumi preview` runs as in pull requests (`vars.AWS_PREVIEW_ROLE_ARN`). Read-only in AWS,
-    but cluster admin in Kubernetes (dry-run writes), so trust it only for this repository's branches."""
+    but cluster admin in Kubernetes (dry-run writes), so trust it only for this repository's branches. A
+    production stack's is its own (the `prod-preview` environment's), never a non-production stack's: that
+    is refused, since any branch's pull request may assume the non-production one."""
     deploy_role_arn: IamRoleArn | None = None
     """The role `pulumi up` runs as on merge (`vars.AWS_DEPLOY_ROLE_ARN`). Leave unset when that role created
     the cluster: EKS already gave the creator an admin access entry, and refuses a second one."""

@@ -9,7 +9,9 @@
 No AWS account or Pulumi CLI is needed; see docs/offline.md. A synth stands for `pulumi preview`: what only
 `pulumi up` refuses (a documentation placeholder where a runner address or a role goes) is a warning here.
 Exit status: 0 done, 1 a snapshot is stale (--check), 2 a stack's configuration is refused (printed as
-`pulumi preview` prints it, without a traceback).
+`pulumi preview` prints it, without a traceback), or, on a run of every stack, stacks collide
+(`synth.stack_files.cross_stack_problems`: a cluster name twice, overlapping VPCs, a production stack
+sharing a non-production stack's CI role).
 """
 
 import argparse
@@ -44,6 +46,7 @@ from synth.runner import (
     stack_file_config,
     stacks,
 )
+from synth.stack_files import cross_stack_problems
 
 STALE = 1
 REFUSED = 2
@@ -241,6 +244,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name}: {len(files)} files in {directory}")
     if stale:
         print(f"\nstale snapshots: {', '.join(stale)}; run: .venv/bin/python -m synth {' '.join(stale)}")
+    # What no single stack shows: stacks that collide with each other. Checked on a run of every stack
+    # (`--check` in CI) whose files all loaded.
+    collisions = [] if refused or set(names) != set(stacks()) else cross_stack_problems()
+    for problem in collisions:
+        print(f"error: {problem}", file=sys.stderr)
+    if collisions:
+        refused.append("the stack files together")
     if refused:
         print(f"configuration refused: {', '.join(refused)}", file=sys.stderr)
         return REFUSED

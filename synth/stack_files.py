@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from components import yaml_text
-from config.production import ROOT, production_stacks
+from config.production import POLICY_CONFIG, ROOT, production_stacks
 
 
 def stacks(root: Path = ROOT) -> list[str]:
@@ -58,10 +58,45 @@ def vpc_cidr(stack: str, root: Path = ROOT) -> str | None:
     return None if network.get("existing") else str(network.get("cidr", DEFAULT_VPC_CIDR))
 
 
+AUTOMATION_ROLES = ("previewRoleArn", "deployRoleArn")
+"""The CI roles a stack gives an access entry (`gpu-eks:cluster.automation`, config/cluster.py)."""
+
+
+def automation_roles(stack: str, root: Path = ROOT) -> dict[str, str]:
+    """`{key: ARN}` of the CI roles the stack file sets, keyed `gpu-eks:cluster.automation.<name>`."""
+    automation = _section(stack, "cluster", root).get("automation") or {}
+    return {
+        f"gpu-eks:cluster.automation.{name}": str(automation[name])
+        for name in AUTOMATION_ROLES
+        if isinstance(automation, dict) and automation.get(name)
+    }
+
+
+def _shared_ci_roles(root: Path) -> list[str]:
+    """A production stack must not give its cluster to a role a non-production stack's CI assumes: the
+    non-production preview role is trusted for every same-repository branch's pull request (and the
+    non-production deploy role for anything on main), so sharing one makes each such run cluster admin in
+    production, without the approvals the production roles sit behind (docs/ci-and-trust.md)."""
+    production = set(production_stacks(root))
+    problems = []
+    for stack in (s for s in stacks(root) if s in production):
+        for key, arn in automation_roles(stack, root).items():
+            for other in (s for s in stacks(root) if s not in production):
+                for other_key, other_arn in automation_roles(other, root).items():
+                    if arn == other_arn:
+                        problems.append(
+                            f"Pulumi.{stack}.yaml: {key} {arn} is also Pulumi.{other}.yaml's {other_key} "
+                            f"{other_arn}; a production stack (productionStacks of {POLICY_CONFIG}) needs "
+                            "its own CI roles, trusted only for its GitHub environments (prod-preview, "
+                            "production)"
+                        )
+    return problems
+
+
 def cross_stack_problems(root: Path = ROOT) -> list[str]:
     """What makes stacks collide: one cluster name twice (the IAM roles, queue and EKS cluster are named
-    after it, per account and region) or VPC CIDRs that overlap (no peering or transit routing between
-    them ever works)."""
+    after it, per account and region), VPC CIDRs that overlap (no peering or transit routing between
+    them ever works), or a production stack whose CI role is a non-production stack's."""
     problems = []
     names: dict[str, str] = {}
     networks: dict[str, ipaddress.IPv4Network | ipaddress.IPv6Network] = {}
@@ -80,7 +115,7 @@ def cross_stack_problems(root: Path = ROOT) -> list[str]:
                     f"Pulumi.{stack}.yaml: VPC CIDR {cidr} overlaps Pulumi.{other}.yaml's {other_network}"
                 )
         networks[stack] = network
-    return problems
+    return problems + _shared_ci_roles(root)
 
 
 def matrices(root: Path = ROOT) -> dict[str, list[dict[str, Any]]]:

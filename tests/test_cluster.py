@@ -315,7 +315,7 @@ def test_admin_and_automation_access_entries(prod: ProgramRun) -> None:
             "arn:aws:iam::111122223333:role/platform-break-glass",
             ["aws:eks/accessEntry:AccessEntry::cluster-admin-1"],
         ),
-        "cluster-automation-preview": ("arn:aws:iam::111122223333:role/gpu-eks-preview", []),
+        "cluster-automation-preview": ("arn:aws:iam::111122223333:role/gpu-eks-prod-preview", []),
     }
     assert {e.inputs["type"] for e in entries.values()} == {"STANDARD"}
     associations = prod.of_type("aws:eks/accessPolicyAssociation:AccessPolicyAssociation")

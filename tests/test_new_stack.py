@@ -11,7 +11,7 @@ from config.production import ROOT, production_stacks
 from config.stack import parse_stack_config
 from scripts.new_stack import NewStackError, free_cidr, main, new_stack
 from synth.runner import stack_config
-from synth.stack_files import cross_stack_problems, stacks
+from synth.stack_files import automation_roles, cross_stack_problems, stacks
 
 
 @pytest.fixture
@@ -34,6 +34,61 @@ def test_a_copied_stack_file_collides_twice(repo: Path) -> None:
         "Pulumi.zz-copy.yaml: cluster name ml-dev is also Pulumi.dev.yaml's",
         "Pulumi.zz-copy.yaml: VPC CIDR 10.20.0.0/16 overlaps Pulumi.dev.yaml's 10.20.0.0/16",
     ]
+
+
+def _set_preview_role(repo: Path, stack: str, old: str, new: str) -> None:
+    path = repo / f"Pulumi.{stack}.yaml"
+    text = path.read_text()
+    assert f"previewRoleArn: {old}" in text
+    path.write_text(text.replace(f"previewRoleArn: {old}", f"previewRoleArn: {new}"))
+
+
+DEV_PREVIEW = "arn:aws:iam::111122223333:role/gpu-eks-preview"
+PROD_PREVIEW = "arn:aws:iam::111122223333:role/gpu-eks-prod-preview"
+
+
+def test_the_committed_stacks_keep_production_and_non_production_ci_roles_apart() -> None:
+    assert set(production_stacks()) & set(stacks()) == {"prod"}
+    assert automation_roles("dev") == {"gpu-eks:cluster.automation.previewRoleArn": DEV_PREVIEW}
+    assert automation_roles("prod") == {"gpu-eks:cluster.automation.previewRoleArn": PROD_PREVIEW}
+
+
+def test_a_production_stack_with_a_non_production_preview_role_is_refused(repo: Path) -> None:
+    """The non-production preview role is trusted for every same-repository branch's pull request: as
+    prod's too, any branch would be cluster admin in prod without the prod-preview approval."""
+    _set_preview_role(repo, "prod", PROD_PREVIEW, DEV_PREVIEW)
+    assert cross_stack_problems(repo) == [
+        "Pulumi.prod.yaml: gpu-eks:cluster.automation.previewRoleArn "
+        f"{DEV_PREVIEW} is also Pulumi.dev.yaml's gpu-eks:cluster.automation.previewRoleArn {DEV_PREVIEW}; "
+        "a production stack (productionStacks of policy/policy-config.json) needs its own CI roles, trusted "
+        "only for its GitHub environments (prod-preview, production)"
+    ]
+    # Two production stacks may share theirs, and so may two non-production ones.
+    policy = repo / "policy" / "policy-config.json"
+    config = json.loads(policy.read_text())
+    config["karpenter-no-latest-ami-in-production"]["productionStacks"].append("dev")
+    policy.write_text(json.dumps(config))
+    assert cross_stack_problems(repo) == []
+
+
+def test_a_non_production_deploy_role_given_to_a_production_stack_is_refused(repo: Path) -> None:
+    deploy = "arn:aws:iam::111122223333:role/gpu-eks-deploy"
+    path = repo / "Pulumi.prod.yaml"
+    both = f"previewRoleArn: {PROD_PREVIEW}\n      deployRoleArn: {deploy}"
+    path.write_text(path.read_text().replace(f"previewRoleArn: {PROD_PREVIEW}", both))
+    _set_preview_role(repo, "dev", DEV_PREVIEW, deploy)  # one role both ways across the line
+    [problem] = cross_stack_problems(repo)
+    assert problem.startswith(
+        f"Pulumi.prod.yaml: gpu-eks:cluster.automation.deployRoleArn {deploy} is also Pulumi.dev.yaml's "
+        f"gpu-eks:cluster.automation.previewRoleArn {deploy};"
+    )
+
+
+def test_a_stack_copied_across_the_production_line_is_refused_with_the_shared_role(repo: Path) -> None:
+    name = _unused(repo, "qa")
+    with pytest.raises(NewStackError, match=f"Pulumi.prod.yaml: .*previewRoleArn {PROD_PREVIEW} is also "):
+        new_stack(name, "prod", cluster=None, production=False, root=repo)
+    assert not (repo / f"Pulumi.{name}.yaml").exists()
 
 
 def _unused(repo: Path, base: str) -> str:

@@ -64,7 +64,7 @@ def test_an_up_with_real_values_goes_ahead() -> None:
     cluster = json.loads(values["gpu-eks:cluster"])
     cluster["endpoint"]["publicAccessCidrs"] = ["34.210.12.7/32"]
     cluster["adminRoleArns"] = [f"arn:aws:iam::{OWN_ACCOUNT}:role/platform-admin"]
-    cluster["automation"] = {"previewRoleArn": f"arn:aws:iam::{OWN_ACCOUNT}:role/gpu-eks-preview"}
+    cluster["automation"] = {"previewRoleArn": f"arn:aws:iam::{OWN_ACCOUNT}:role/gpu-eks-prod-preview"}
     result = run_program({**values, "gpu-eks:cluster": json.dumps(cluster)}, stack="prod", operation="up")
     assert result.warnings == []
     assert result.of_type("eks:index:Cluster")

@@ -1,6 +1,7 @@
 """Offline synth: deterministic snapshots, secrets masked, real dependencies, a check that catches drift."""
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ import synth.__main__ as synth_main
 from synth import snapshot
 from synth.__main__ import diagnostics, diff, main
 from synth.runner import ROOT, ProgramRun, run_stack, stack_config
+from synth.stack_files import cross_stack_problems
 
 
 def test_rendering_is_deterministic() -> None:
@@ -110,6 +112,30 @@ def test_a_region_that_is_no_region_name_is_refused_by_the_program_not_by_the_mo
     err = capsys.readouterr().err
     assert "      - aws:region = 'mars-1': must be an AWS region such as us-west-2" in err.splitlines()[3]
     assert "Traceback" not in err
+
+
+def test_a_run_of_every_stack_refuses_stacks_that_collide(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What no single stack shows (here prod given dev's preview role) fails `python -m synth --check`,
+    which CI runs; a run of a single stack leaves it to that run."""
+    for path in [ROOT / "Pulumi.yaml", *ROOT.glob("Pulumi.*.yaml")]:
+        shutil.copy(path, tmp_path / path.name)
+    (tmp_path / "policy").mkdir()
+    shutil.copy(ROOT / "policy" / "policy-config.json", tmp_path / "policy" / "policy-config.json")
+    prod = tmp_path / "Pulumi.prod.yaml"
+    prod.write_text(prod.read_text().replace("role/gpu-eks-prod-preview", "role/gpu-eks-preview"))
+    monkeypatch.setattr(synth_main, "cross_stack_problems", lambda: cross_stack_problems(tmp_path))
+    monkeypatch.setattr(synth_main, "stacks", lambda: ["dev"])  # "every stack", cheaply
+    assert main(["--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[-2].startswith(
+        "error: Pulumi.prod.yaml: gpu-eks:cluster.automation.previewRoleArn "
+        "arn:aws:iam::111122223333:role/gpu-eks-preview is also Pulumi.dev.yaml's"
+    )
+    assert err[-1] == "configuration refused: the stack files together"
+    monkeypatch.setattr(synth_main, "stacks", lambda: ["dev", "prod"])
+    assert main(["dev", "--out", str(tmp_path / "out")]) == 0
 
 
 @pytest.mark.parametrize(

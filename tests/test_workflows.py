@@ -1074,5 +1074,6 @@ def test_the_documented_max_session_duration_allows_the_deploy_credentials() -> 
         if "role-duration-seconds" in aws["with"]
     }
     assert durations == {7200}
-    [documented] = re.findall(r"--max-session-duration (\d+)", TRUST_DOC.read_text())
-    assert int(documented) >= max(durations)
+    documented = re.findall(r"--role-name (\S+) --max-session-duration (\d+)", TRUST_DOC.read_text())
+    assert [role for role, _ in documented] == ["gpu-eks-deploy", "gpu-eks-prod-deploy"]  # both deploy roles
+    assert all(int(seconds) >= max(durations) for _, seconds in documented)
