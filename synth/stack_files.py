@@ -121,17 +121,20 @@ def cross_stack_problems(root: Path = ROOT) -> list[str]:
 def matrices(root: Path = ROOT) -> dict[str, list[dict[str, Any]]]:
     """Stack matrices, `{stack, prodRunner}` per stack, where `prodRunner` says it runs on
     `vars.PROD_RUNS_ON` (a production stack, or an API not open to all): `all`; `preProduction` and
-    `production` (the deploy stages); `automaticPreview` (previewed on every push of a pull request: not
-    production, on a GitHub-hosted runner) and `approvedPreview` (the rest: previewed only once someone
-    approves the run, since it gets production credentials or the prod runner)."""
+    `production` (the deploy stages); `automaticPreview` (previewed on every push of a pull request with the
+    repository's non-production role and token: the non-production stacks, each on its deploy's runner) and
+    `approvedPreview` (the production stacks: previewed only once someone approves the `prod-preview`
+    environment, whose production role and token the run gets)."""
     production = set(production_stacks(root))
     rows = [{"stack": s, "prodRunner": s in production or not api_open_to_all(s, root)} for s in stacks(root)]
+    pre_production = [r for r in rows if r["stack"] not in production]
+    in_production = [r for r in rows if r["stack"] in production]
     return {
         "all": rows,
-        "preProduction": [r for r in rows if r["stack"] not in production],
-        "production": [r for r in rows if r["stack"] in production],
-        "automaticPreview": [r for r in rows if not r["prodRunner"]],
-        "approvedPreview": [r for r in rows if r["prodRunner"]],
+        "preProduction": pre_production,
+        "production": in_production,
+        "automaticPreview": pre_production,
+        "approvedPreview": in_production,
     }
 
 

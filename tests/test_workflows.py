@@ -175,9 +175,45 @@ def test_a_stack_whose_api_not_every_address_reaches_runs_on_the_prod_runner(
     rows = matrices(tmp_path)
     assert rows["preProduction"] == [{"stack": "qa", "prodRunner": prod_runner}]
     assert rows["production"] == [{"stack": "prod", "prodRunner": True}]  # production: always
-    # A stack on the prod runner is previewed only once approved, like production.
-    assert _names(rows["approvedPreview"]) == (["prod", "qa"] if prod_runner else ["prod"])
-    assert _names(rows["automaticPreview"]) == ([] if prod_runner else ["qa"])
+    # Previewed as it is deployed: a non-production stack with the repository's credentials, on the prod
+    # runner when its API needs it; only production behind the prod-preview approval.
+    assert rows["automaticPreview"] == [{"stack": "qa", "prodRunner": prod_runner}]
+    assert rows["approvedPreview"] == [{"stack": "prod", "prodRunner": True}]
+
+
+def evaluate_runs_on(expression: str, prod_runner: bool, prod_runs_on: str) -> str:
+    """`${{ matrix.prodRunner && vars.PROD_RUNS_ON || 'ubuntu-latest' }}` as GitHub evaluates it (`&&` and
+    `||` return an operand; '' is falsy)."""
+    assert expression == "${{ matrix.prodRunner && vars.PROD_RUNS_ON || 'ubuntu-latest' }}", expression
+    return (prod_runner and prod_runs_on) or "ubuntu-latest"
+
+
+def test_a_restricted_staging_stack_is_previewed_on_the_prod_runner_with_non_production_credentials(
+    tmp_path: Path,
+) -> None:
+    """A non-production stack whose API only the prod runner reaches: previewed there, by the automatic
+    preview (the repository's preview role and Pulumi token, no prod-preview environment), as deploy.yml's
+    pre-production job deploys it; never under the production preview environment."""
+    (tmp_path / "policy").mkdir()
+    (tmp_path / "policy" / "policy-config.json").write_text(
+        json.dumps({"karpenter-no-latest-ami-in-production": {"productionStacks": ["prod"]}})
+    )
+    staging = {"name": "ml-staging", "endpoint": {"publicAccess": False}}
+    (tmp_path / "Pulumi.staging.yaml").write_text(yaml.safe_dump({"config": {"gpu-eks:cluster": staging}}))
+    (tmp_path / "Pulumi.prod.yaml").write_text(yaml.safe_dump({"config": {"gpu-eks:cluster": {"name": "p"}}}))
+    rows = matrices(tmp_path)
+    [cell] = [r for r in rows["automaticPreview"] if r["stack"] == "staging"]
+    assert cell == {"stack": "staging", "prodRunner": True}
+    assert "staging" not in _names(rows["approvedPreview"])
+    assert cell in rows["preProduction"]  # deployed by the same (non-production) job's credentials
+    preview, deploy = _jobs(PR)["preview"], _jobs(DEPLOY)["pre-production"]
+    assert evaluate_runs_on(preview["runs-on"], True, "gpu-eks-prod") == "gpu-eks-prod"
+    assert evaluate_runs_on(preview["runs-on"], False, "gpu-eks-prod") == "ubuntu-latest"
+    assert preview["runs-on"] == deploy["runs-on"]
+    assert "environment" not in preview  # the repository's variables and secrets
+    [aws] = steps_using(preview, "aws-actions/configure-aws-credentials")
+    assert aws["with"]["role-to-assume"] == "${{ vars.AWS_PREVIEW_ROLE_ARN }}"
+    assert oidc_subject(PR, preview) == "repo:OWNER/REPO:pull_request"  # the non-production preview role's
 
 
 def github_outputs(text: str) -> dict[str, str]:
@@ -300,17 +336,15 @@ def test_pull_request_jobs_get_production_credentials_only_behind_an_approval() 
         matrix = job["strategy"]["matrix"]["include"]
         if job_name == "preview":
             assert "environment" not in job
-            assert job["runs-on"] == "ubuntu-latest"
             assert matrix == "${{ fromJSON(needs.checks.outputs.automaticPreview) }}"
-            rows = MATRICES["automaticPreview"]
-            assert not set(_names(rows)) & set(production_stacks(ROOT))
-            assert not any(row["prodRunner"] for row in rows)
+            assert MATRICES["automaticPreview"] == MATRICES["preProduction"]
         else:
             assert job_name == "preview-approved"
             assert job["environment"] == "prod-preview"
             assert job["runs-on"] == "${{ vars.PROD_RUNS_ON }}"
             assert matrix == "${{ fromJSON(needs.checks.outputs.approvedPreview) }}"
-            assert set(production_stacks(ROOT)) & set(STACKS) <= set(_names(MATRICES["approvedPreview"]))
+            # Production credentials for production stacks only.
+            assert _names(MATRICES["approvedPreview"]) == sorted(set(production_stacks(ROOT)) & set(STACKS))
     # Together they preview every stack once.
     assert sorted(_names(MATRICES["automaticPreview"]) + _names(MATRICES["approvedPreview"])) == STACKS
     checks = _jobs(PR)["checks"]
@@ -365,23 +399,84 @@ def test_jobs_that_change_a_stack_get_two_hour_credentials(
         assert job["timeout-minutes"] <= 60
 
 
-# --- 4. one lock per stack ------------------------------------------------------------------------
+# --- 4. one lock per stack, and previews outside it ---------------------------------------------------
+
+EXPRESSION = re.compile(r"\$\{\{.*?\}\}")
 
 
-def _group(job: dict[str, Any], stack: str) -> str:
+def group_template(job: dict[str, Any]) -> tuple[str, str]:
+    """The static prefix and suffix of a job's concurrency group: what no value of its expressions changes
+    (`pulumi-${{ matrix.stack }}` -> ("pulumi-", "")); a group without expressions is all prefix."""
+    group = job["concurrency"]["group"]
+    parts = EXPRESSION.split(group)
+    return (parts[0], parts[-1]) if len(parts) > 1 else (group, group)
+
+
+def could_share(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether some values of their expressions could give two jobs one group: only if each static prefix
+    is a prefix of the other's and likewise the suffixes; otherwise no value makes them equal."""
+    (prefix_a, suffix_a), (prefix_b, suffix_b) = group_template(a), group_template(b)
+    prefixes = prefix_a.startswith(prefix_b) or prefix_b.startswith(prefix_a)
+    suffixes = suffix_a.endswith(suffix_b) or suffix_b.endswith(suffix_a)
+    return prefixes and suffixes
+
+
+LOCKING_JOBS = [(n, j, job) for n, j, job in PULUMI_JOBS if pulumi_step(job)["with"]["command"] != "preview"]
+PREVIEWING_JOBS = [
+    (n, j, job) for n, j, job in PULUMI_JOBS if pulumi_step(job)["with"]["command"] == "preview"
+]
+
+
+def test_could_share_reads_the_static_parts() -> None:
+    def job(group: str) -> dict[str, Any]:
+        return {"concurrency": {"group": group}}
+
+    assert could_share(job("pulumi-${{ matrix.stack }}"), job("pulumi-${{ inputs.stack }}"))
+    assert could_share(
+        job("pulumi-${{ matrix.stack }}"), job("${{ github.workflow }}-x")
+    )  # could be "pulumi-x"
+    assert could_share(job("pulumi-dev"), job("pulumi-${{ matrix.stack }}"))
+    assert not could_share(
+        job("preview-${{ github.event.pull_request.number }}"), job("pulumi-${{ inputs.stack }}")
+    )
+    assert not could_share(job("a-${{ matrix.stack }}-b"), job("a-${{ matrix.stack }}-c"))
+
+
+def test_no_preview_shares_a_concurrency_group_with_a_deploy_or_destroy() -> None:
+    """GitHub keeps one pending job per concurrency group and cancels the pending one a newer job replaces:
+    a preview queued behind a running `up` would cancel the next merge's pending deploy. A preview needs no
+    lock (Pulumi Cloud runs it beside an update, pulumi/pulumi#8642)."""
+    assert [j for _, j, _ in PREVIEWING_JOBS] == list(PREVIEW_JOBS)
+    assert len(LOCKING_JOBS) == 4
+    for name, job_name, preview in PREVIEWING_JOBS:
+        for other, other_name, job in LOCKING_JOBS:
+            assert not could_share(preview, job), ((name, job_name), (other, other_name))
+
+
+def _group(job: dict[str, Any], stack: str, pull_request: int = 7) -> str:
     return (
         job["concurrency"]["group"]
         .replace("${{ matrix.stack }}", stack)
         .replace("${{ inputs.stack }}", stack)
+        .replace("${{ github.event.pull_request.number }}", str(pull_request))
     )
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_previews_ups_and_destroys_of_a_stack_share_one_concurrency_group(stack: str) -> None:
-    groups = {_group(job, stack) for _, _, job in PULUMI_JOBS}
+def test_ups_and_destroys_of_a_stack_share_one_concurrency_group_never_cancelled(stack: str) -> None:
+    groups = {_group(job, stack) for _, _, job in LOCKING_JOBS}
     assert groups == {f"pulumi-{stack}"}
-    for name, job_name, job in PULUMI_JOBS:
+    for name, job_name, job in LOCKING_JOBS:
         assert job["concurrency"]["cancel-in-progress"] is False, (name, job_name)  # never cancel an up
+
+
+def test_each_pull_requests_preview_of_a_stack_has_its_own_group_cancelled_by_a_newer_push() -> None:
+    for _, job_name, job in PREVIEWING_JOBS:
+        assert job["concurrency"]["cancel-in-progress"] is True, job_name
+        groups = {_group(job, stack, pr) for stack in STACKS for pr in (7, 8)}
+        assert len(groups) == 2 * len(STACKS), job_name
+    # The automatic and the approved preview never preview one stack, so one group for both is harmless.
+    assert _jobs(PR)["preview"]["concurrency"] == _jobs(PR)["preview-approved"]["concurrency"]
 
 
 def test_stacks_never_share_a_group() -> None:
@@ -395,7 +490,7 @@ def test_stacks_never_share_a_group() -> None:
 _RUN_GITHUB_SCRIPT = """
 const fs = require("node:fs");
 const [kind, target, fixture] = process.argv.slice(2);
-const { comments, payload, repo } = JSON.parse(fs.readFileSync(fixture, "utf8"));
+const { comments, payload, repo, head } = JSON.parse(fs.readFileSync(fixture, "utf8"));
 const calls = [];
 const github = {
   paginate: async (fn, args) => {
@@ -408,7 +503,13 @@ const github = {
       updateComment: async (args) => { calls.push(["updateComment", args]); },
       createComment: async (args) => { calls.push(["createComment", args]); },
     },
-    pulls: { list: "pulls.list" },
+    pulls: {
+      list: "pulls.list",
+      get: async (args) => {
+        calls.push(["pulls.get", args]);
+        return { data: { head: { sha: head } } };
+      },
+    },
   },
 };
 const context = { repo, payload };
@@ -462,71 +563,175 @@ def pulumi_actions_edits(body: str, stack_name: str) -> bool:
     return body.startswith(heading) and "<summary>Pulumi report</summary>" in body
 
 
-FAILED = {
+SHA = "0123456789abcdef0123456789abcdef01234567"
+OLD_SHA = "fedcba9876543210fedcba9876543210fedcba98"
+NEWER_SHA = "1111111111111111111111111111111111111111"
+STATUS = {
     "PROJECT": "gpu-eks",
     "STACK_NAME": "acme/dev",
-    "HEAD_SHA": "0123456789abcdef0123456789abcdef01234567",
+    "HEAD_SHA": SHA,
     "LOG_URL": "https://github.com/acme/gpu-eks/actions/runs/42/attempts/1",
 }
+COMMENT_SCRIPT = SCRIPTS / "preview-comment.cjs"
+
+
+def bot(comment_id: int, body: str) -> dict[str, Any]:
+    return {"id": comment_id, "user": {"login": "github-actions[bot]"}, "body": body}
+
+
+def comment_fixture(comments: list[dict[str, Any]], head: str = SHA) -> dict[str, Any]:
+    """The pull request (number 12) whose head is `head` now, with its comments."""
+    return {
+        "comments": comments,
+        "payload": {"pull_request": {"number": 12, "head": {"sha": SHA}}},
+        "repo": {"owner": "acme", "repo": "gpu-eks"},
+        "head": head,
+    }
+
+
+def writes(calls: list[list[Any]]) -> list[tuple[str, dict[str, Any]]]:
+    return [(c[0], c[1]) for c in calls if c[0] in ("updateComment", "createComment")]
+
+
+def stamped_for(body: str) -> str | None:
+    match = re.search(r"<!-- gpu-eks:preview-of ([0-9a-f]+) -->", body)
+    return match[1] if match else None
+
+
+def preview_comment(tmp_path: Path, fixture: dict[str, Any], **env: str) -> list[tuple[str, dict[str, Any]]]:
+    return writes(github_script(tmp_path, "module", COMMENT_SCRIPT, fixture, {**STATUS, **env}))
+
+
+def stamped_preview(stack_name: str, sha: str) -> str:
+    """A preview comment as this run's stamp step leaves it for `sha`."""
+    heading, rest = pulumi_actions_comment(stack_name).split("\n", 1)
+    return f"{heading}\n\n<!-- gpu-eks:preview-of {sha} -->\n:white_check_mark: Preview of {sha}.\n{rest}"
+
+
+def _status_step(job: dict[str, Any], state: str) -> dict[str, Any]:
+    [step] = [s for s in steps_using(job, "actions/github-script") if s["env"]["STATE"] == state]
+    assert "preview-comment.cjs" in step["with"]["script"]
+    assert "${{" not in step["with"]["script"]  # nothing from the event pasted into code
+    assert step["env"]["PROJECT"] == yaml_text.load((ROOT / "Pulumi.yaml").read_text())["name"]
+    assert step["env"]["HEAD_SHA"] == "${{ github.event.pull_request.head.sha }}"
+    assert "actions/runs/${{ github.run_id }}" in step["env"]["LOG_URL"]
+    return step
 
 
 @pytest.mark.parametrize("job_name", PREVIEW_JOBS)
-def test_a_failed_preview_is_reported_by_the_last_step(job_name: str) -> None:
+def test_each_preview_names_its_commit_and_reports_a_failed_or_cancelled_run(job_name: str) -> None:
     job = _jobs(PR)[job_name]
-    report = job["steps"][-1]
-    assert report["if"] == "failure()"
-    assert report["uses"].split("@")[0] == "actions/github-script"
-    assert "preview-failed.cjs" in report["with"]["script"]
-    assert "${{" not in report["with"]["script"]  # nothing from the event pasted into code
-    assert report["env"]["PROJECT"] == yaml_text.load((ROOT / "Pulumi.yaml").read_text())["name"]
-    assert report["env"]["STACK_NAME"] == pulumi_step(job)["with"]["stack-name"]
-    assert report["env"]["HEAD_SHA"] == "${{ github.event.pull_request.head.sha }}"
-    assert "actions/runs/${{ github.run_id }}" in report["env"]["LOG_URL"]
+    stamp, report = job["steps"][-2:]
+    assert stamp is _status_step(job, "previewed")
+    assert stamp["if"] == "steps.preview.outcome == 'success'"
+    assert pulumi_step(job)["id"] == "preview"
+    assert report is _status_step(job, "${{ job.status }}")  # failure or cancelled
+    assert report["if"] == "failure() || cancelled()"
+    for step in (stamp, report):
+        assert step["env"]["STACK_NAME"] == pulumi_step(job)["with"]["stack-name"]
 
 
-def test_both_preview_jobs_run_the_same_steps() -> None:
-    """The approved one only drops setup-python (the prod runner brings its own Python)."""
-    automatic = [s for s in _jobs(PR)["preview"]["steps"] if "setup-python" not in s.get("uses", "")]
-    assert automatic == _jobs(PR)["preview-approved"]["steps"]
+def test_the_last_job_marks_every_preview_this_commit_did_not_get() -> None:
+    """Whatever happened before (a failed check skips every preview, a newer push cancels the run, an
+    approval is refused), the comments that are not for this commit say so."""
+    job = _jobs(PR)["previews-not-run"]
+    assert set(job["needs"]) == set(_jobs(PR)) - {"previews-not-run"}
+    assert job["if"].startswith("always()")
+    for condition in (
+        "github.event.pull_request.head.repo.full_name == github.repository",
+        "dependabot[bot]",
+    ):
+        assert condition in job["if"]  # where previews run (a fork's token could not write anyway)
+    assert job["permissions"] == {"contents": "read", "pull-requests": "write"}
+    assert [s["if"] for s in job["steps"]] == ["always()", "always()"]  # success() is false once cancelled
+    step = _status_step(job, "not-previewed")
+    assert "STACK_NAME" not in step["env"]  # every stack's
+    assert step["env"]["NEEDS"] == "${{ toJSON(needs) }}"
 
 
-def test_a_failed_preview_replaces_the_last_successful_comment(tmp_path: Path) -> None:
-    ours = {"id": 7, "user": {"login": "github-actions[bot]"}, "body": pulumi_actions_comment("acme/dev")}
-    other_stack = {
-        "id": 8,
-        "user": {"login": "github-actions[bot]"},
-        "body": pulumi_actions_comment("acme/prod"),
-    }
+def test_a_successful_preview_names_the_commit_it_is_for(tmp_path: Path) -> None:
+    fresh = bot(7, pulumi_actions_comment("acme/dev"))
+    other_stack = bot(8, stamped_preview("acme/prod", OLD_SHA))
+    [(op, args)] = preview_comment(tmp_path, comment_fixture([other_stack, fresh]), STATE="previewed")
+    assert (op, args["comment_id"]) == ("updateComment", 7)
+    assert stamped_for(args["body"]) == SHA
+    assert f"Preview of {SHA}" in args["body"]
+    assert "0 to change" in args["body"]  # the diff stays
+    assert pulumi_actions_edits(args["body"], "acme/dev")  # the next preview replaces it
+
+
+@pytest.mark.parametrize(
+    ("state", "says"), [("failure", "preview failed for"), ("cancelled", "preview cancelled for")]
+)
+def test_a_failed_or_cancelled_preview_replaces_the_last_diff(tmp_path: Path, state: str, says: str) -> None:
+    ours = bot(7, stamped_preview("acme/dev", OLD_SHA))
+    other_stack = bot(8, stamped_preview("acme/prod", OLD_SHA))
     human = {"id": 9, "user": {"login": "alice"}, "body": pulumi_actions_comment("acme/dev")}
-    fixture = {
-        "comments": [human, other_stack, ours],
-        "payload": {"pull_request": {"number": 12}},
-        "repo": {"owner": "acme", "repo": "gpu-eks"},
-    }
-    calls = github_script(tmp_path, "module", SCRIPTS / "preview-failed.cjs", fixture, FAILED)
-    assert calls[0] == ["paginate", "listComments", {"owner": "acme", "repo": "gpu-eks", "issue_number": 12}]
-    [(op, args)] = [(c[0], c[1]) for c in calls[1:]]
-    assert op == "updateComment"
-    assert args["comment_id"] == 7
+    [(op, args)] = preview_comment(tmp_path, comment_fixture([human, other_stack, ours]), STATE=state)
+    assert (op, args["comment_id"]) == ("updateComment", 7)
     body = args["body"]
-    assert f"preview failed for {FAILED['HEAD_SHA']}" in body
-    assert FAILED["LOG_URL"] in body
+    assert f"{says} {SHA}" in body
+    assert stamped_for(body) == SHA
+    assert STATUS["LOG_URL"] in body
     assert "0 to change" not in body
     assert pulumi_actions_edits(body, "acme/dev")  # the next successful preview replaces it
     assert not pulumi_actions_edits(body, "acme/prod")
 
 
 def test_a_failed_first_preview_posts_the_failure(tmp_path: Path) -> None:
-    fixture = {
-        "comments": [],
-        "payload": {"pull_request": {"number": 12}},
-        "repo": {"owner": "a", "repo": "b"},
-    }
-    calls = github_script(tmp_path, "module", SCRIPTS / "preview-failed.cjs", fixture, FAILED)
-    [(op, args)] = [(c[0], c[1]) for c in calls[1:]]
+    [(op, args)] = preview_comment(tmp_path, comment_fixture([]), STATE="failure")
     assert op == "createComment"
     assert args["issue_number"] == 12
+    assert f"preview failed for {SHA}" in args["body"]
     assert pulumi_actions_edits(args["body"], "acme/dev")
+
+
+NEEDS = json.dumps(
+    {
+        "checks": {"result": "failure", "outputs": {}},
+        "preview": {"result": "skipped", "outputs": {}},
+        "prod-runner": {"result": "skipped", "outputs": {}},
+        "preview-approved": {"result": "skipped", "outputs": {}},
+    }
+)
+
+
+def test_a_push_whose_checks_failed_leaves_no_earlier_diff_standing(tmp_path: Path) -> None:
+    """Every preview needs the checks: a push that breaks them previews nothing, and each stack's comment of
+    the last commit says it is not for this one, and why."""
+    comments = [bot(7, stamped_preview("acme/dev", OLD_SHA)), bot(8, pulumi_actions_comment("acme/prod"))]
+    edits = preview_comment(
+        tmp_path, comment_fixture(comments), STATE="not-previewed", STACK_NAME="", NEEDS=NEEDS
+    )
+    assert [(op, args["comment_id"]) for op, args in edits] == [("updateComment", 7), ("updateComment", 8)]
+    for (_, args), stack in zip(edits, ("acme/dev", "acme/prod"), strict=True):
+        assert stamped_for(args["body"]) == SHA
+        assert f"not previewed for {SHA}" in args["body"]
+        assert "checks: failure, preview: skipped" in args["body"]
+        assert "0 to change" not in args["body"]
+        assert pulumi_actions_edits(args["body"], stack)
+
+
+def test_the_previews_of_this_commit_stand(tmp_path: Path) -> None:
+    comments = [bot(7, stamped_preview("acme/dev", SHA))]
+    assert (
+        preview_comment(
+            tmp_path, comment_fixture(comments), STATE="not-previewed", STACK_NAME="", NEEDS=NEEDS
+        )
+        == []
+    )
+
+
+def test_a_superseded_run_never_overwrites_a_newer_commits_comment(tmp_path: Path) -> None:
+    """The run of an older commit, cancelled by a newer push, marks what is not current as superseded, and
+    leaves what the newer run already wrote."""
+    newer = bot(7, stamped_preview("acme/dev", NEWER_SHA))
+    older = bot(8, stamped_preview("acme/prod", OLD_SHA))
+    fixture = comment_fixture([newer, older], head=NEWER_SHA)
+    [(op, args)] = preview_comment(tmp_path, fixture, STATE="not-previewed", STACK_NAME="", NEEDS=NEEDS)
+    assert (op, args["comment_id"]) == ("updateComment", 8)
+    assert f"not previewed for {SHA}**: superseded by {NEWER_SHA}" in args["body"]
+    assert preview_comment(tmp_path, fixture, STATE="cancelled") == []  # nothing of dev's to say, nor to post
 
 
 def plan_comment_script(tmp_path: Path) -> Path:
@@ -975,7 +1180,8 @@ def test_jobs_on_the_prod_runner_stop_without_it_before_the_approval(workflow: s
 
 
 @pytest.mark.parametrize(
-    ("workflow", "job"), [("deploy.yml", "pre-production"), ("destroy.yml", "pre-production")]
+    ("workflow", "job"),
+    [("deploy.yml", "pre-production"), ("destroy.yml", "pre-production"), ("pr.yml", "preview")],
 )
 def test_a_stack_on_the_prod_runner_stops_without_it(workflow: str, job: str) -> None:
     """Cells of stacks whose API only the prod runner reaches run there, and stop with the reason when
