@@ -20,7 +20,9 @@
 - `facts.replacement`: per resource type, which changes make its provider replace it (read by `synth.plan`).
 - `facts.metrics`: metric names the DCGM exporter, Karpenter 1.14, kube-state-metrics and the GPU node guard
   really export.
-- `facts.prometheus_stack`: pins of kube-prometheus-stack and the Prometheus Operator CRD chart.
+- `facts.prometheus_stack`: pins of kube-prometheus-stack and the Prometheus Operator CRD chart; the default
+  scrape interval.
+- `facts.controller_runtime`: how controller-runtime v0.23.1 backs off a failing reconcile (5 ms to 1000 s).
 
 Nothing here imports from `config/` or `components/`.
 """

@@ -42,3 +42,9 @@ VOLUME_NOT_RESIZED: Final = (
     "ForceUpdateStatefulSet, tag v0.93.0 @ f8fafd475f3d, the section unchanged on main since)"
 )
 """Why raising the Prometheus storage request leaves its volume at the old size until its claim is patched."""
+
+SCRAPE_INTERVAL_SECONDS: Final = 30
+"""How often Prometheus (server or agent) scrapes a ServiceMonitor's targets when neither the endpoint nor
+`prometheusSpec.scrapeInterval` sets an interval, as this stack leaves them (Karpenter's chart:
+`endpointConfig: {}`): the operator's default, 30s (the chart's values.yaml,
+`prometheus.prometheusSpec.scrapeInterval`: "Defaults to 30s")."""

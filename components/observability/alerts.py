@@ -43,6 +43,8 @@ from components.observability.queries import (
     with_label,
 )
 from config.types import go_duration
+from facts.controller_runtime import RETRY_CAP_SECONDS
+from facts.prometheus_stack import SCRAPE_INTERVAL_SECONDS
 from facts.xid import FATAL_XIDS
 from pools.alerting import PoolAlerting
 
@@ -88,6 +90,16 @@ EXPORTER_MISSING_SECONDS = 15 * 60
 """An initialized GPU node without a DCGM exporter target for this long: the DaemonSet's pod starts once the
 operator's validations pass, minutes after the node is initialized."""
 AGENT_DOWN_FOR = "5m"
+RETRY_WINDOW_SECONDS = -(-(RETRY_CAP_SECONDS + 2 * SCRAPE_INTERVAL_SECONDS) // 60) * 60
+"""The window over which a controller's reconcile errors are counted: a reconcile that keeps failing is
+retried at most `RETRY_CAP_SECONDS` apart (controller-runtime's backoff), and an error shows as a step between
+two scrapes, so every window this long holds one (the cap plus a scrape interval on each side, in whole
+minutes: 18m). A shorter window (a 5m rate) empties between retries once they are minutes apart, and the
+alert's `for` starts again: it would never fire for a controller that never recovers."""
+RETRY_ERRORS_FOR_SECONDS = RETRY_WINDOW_SECONDS + 5 * 60
+"""How long reconcile errors must be seen in every window before the alert fires: a single error is seen for
+less than a window, and the quick retries of a failure that clears within 5 minutes (SQS throttling, a brief
+outage) for less than this. A controller that keeps failing pages about 25 minutes after its first error."""
 
 _WAIT_REASONS = (
     "kubectl describe pod names the reason in its events: Karpenter's FailedScheduling (incompatible with "
@@ -502,10 +514,11 @@ def karpenter_rules(targets: Targets) -> list[dict[str, Any]]:
             ),
             _rule(
                 "KarpenterInterruptionQueueErrors",
-                f"sum(rate(controller_runtime_reconcile_errors_total{interruption_errors}[5m])) > 0",
-                for_="15m",
+                f"sum(increase(controller_runtime_reconcile_errors_total{interruption_errors}"
+                f"[{go_duration(RETRY_WINDOW_SECONDS)}])) > 0",
+                for_=go_duration(RETRY_ERRORS_FOR_SECONDS),
                 severity="warning",
-                summary="Karpenter's interruption controller has been failing for 15 minutes",
+                summary="Karpenter's interruption controller keeps failing",
                 description=(
                     "The controller cannot read or delete messages of the interruption queue, so messages "
                     "pile up and interruptions go unhandled. Its logs say why: usually the queue policy or "

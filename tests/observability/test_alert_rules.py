@@ -9,6 +9,7 @@ gpu-training (p4d/p5 8-GPU, EFA, tainted for training; smallest node p4d.24xlarg
 all-1g.5gb, 56 devices). The unit tests compare labels only: the rules are tested without their annotations,
 and `promtool check rules` checks the annotation templates of the full rules."""
 
+import itertools
 import re
 import shutil
 import subprocess
@@ -19,7 +20,9 @@ from typing import Any
 import pytest
 import yaml
 
-from components.observability.alerts import WATCHDOG
+from components.observability.alerts import RETRY_ERRORS_FOR_SECONDS, RETRY_WINDOW_SECONDS, WATCHDOG
+from facts.controller_runtime import RETRY_BASE_SECONDS, RETRY_CAP_SECONDS
+from facts.prometheus_stack import SCRAPE_INTERVAL_SECONDS
 from facts.xid import APPLICATION_XIDS, FATAL_XIDS
 from tests.observability.helpers import (
     CLUSTER,
@@ -579,6 +582,26 @@ def _pool_tests() -> list[dict[str, Any]]:
     ]
 
 
+HOUR = 3600
+
+
+def _retries(start: float, end: float) -> list[float]:
+    """When a reconcile that fails from `start` until `end` (seconds) reports its errors: at `start`, then
+    after each of controller-runtime's delays (doubling from its base, capped)."""
+    times, delay = [], RETRY_BASE_SECONDS
+    while start < end:
+        times.append(start)
+        start += delay
+        delay = min(2 * delay, RETRY_CAP_SECONDS)
+    return times
+
+
+def _scraped(errors: list[float], seconds: int) -> str:
+    """The errors counter as Prometheus scrapes it, from 0 to `seconds`."""
+    scrapes = range(0, seconds + 1, SCRAPE_INTERVAL_SECONDS)
+    return " ".join(str(sum(1 for t in errors if t <= at)) for at in scrapes)
+
+
 def _control_plane_tests() -> list[dict[str, Any]]:
     deleted = "gpu_eks_node_guard_nodeclaims_deleted_total"
     guard_deletions = {
@@ -679,21 +702,49 @@ def _control_plane_tests() -> list[dict[str, Any]]:
     }
     errors = {**KARPENTER, "controller": "interruption"}
     other = {**errors, "controller": "nodeclaim.lifecycle"}
-    queue_errors = {
-        "interval": "1m",
+    queue_errors = "controller_runtime_reconcile_errors_total"
+    # sqs:ReceiveMessage denied from 1m15s on, for good: the errors come ever further apart, then every
+    # 1000 s. The alert fires 25 minutes after the first error and stays firing.
+    denied = {
+        "interval": f"{SCRAPE_INTERVAL_SECONDS}s",
         "input_series": [
-            _series("controller_runtime_reconcile_errors_total", errors, "0+1x30"),
-            _series("controller_runtime_reconcile_errors_total", other, "0+1x30"),
+            _series(queue_errors, errors, _scraped(_retries(75, 2 * HOUR), 2 * HOUR)),
+            _series(queue_errors, other, _scraped([], 2 * HOUR)),
         ],
         "alert_rule_test": [
-            _alerts("10m", "KarpenterInterruptionQueueErrors"),
-            _alerts("20m", "KarpenterInterruptionQueueErrors", {"severity": "warning"}),
+            _alerts("24m", "KarpenterInterruptionQueueErrors"),
+            *(
+                _alerts(at, "KarpenterInterruptionQueueErrors", {"severity": "warning"})
+                for at in ("26m", "40m", "55m", "1h10m", "1h25m", "1h40m", "1h59m")
+            ),
         ],
     }
+    # The same, fixed at 1h: the last error (at 56m26s) leaves the window 18 minutes later.
+    fixed = {
+        "interval": f"{SCRAPE_INTERVAL_SECONDS}s",
+        "input_series": [_series(queue_errors, errors, _scraped(_retries(75, HOUR), 2 * HOUR))],
+        "alert_rule_test": [
+            _alerts("59m", "KarpenterInterruptionQueueErrors", {"severity": "warning"}),
+            _alerts("1h16m", "KarpenterInterruptionQueueErrors"),
+        ],
+    }
+    # One failed reconcile whose first retry succeeds, and a failure that clears within 5 minutes (its 16
+    # quick retries): neither pages.
+    transient = [
+        {
+            "interval": f"{SCRAPE_INTERVAL_SECONDS}s",
+            "input_series": [_series(queue_errors, errors, _scraped(failing, HOUR))],
+            "alert_rule_test": [
+                _alerts(at, "KarpenterInterruptionQueueErrors")
+                for at in ("6m", "10m", "15m", "20m", "23m", "25m", "30m", "59m")
+            ],
+        }
+        for failing in (_retries(315, 316), _retries(315, 315 + 5 * 60))
+    ]
     other_errors = {
         "interval": "1m",
-        "input_series": [_series("controller_runtime_reconcile_errors_total", other, "0+1x30")],
-        "alert_rule_test": [_alerts("20m", "KarpenterInterruptionQueueErrors")],
+        "input_series": [_series(queue_errors, other, "0+1x60")],
+        "alert_rule_test": [_alerts("59m", "KarpenterInterruptionQueueErrors")],
     }
     # The agent stops at minute 10: nothing reaches the workspace any more, Karpenter's target included.
     agent_down = {
@@ -717,7 +768,9 @@ def _control_plane_tests() -> list[dict[str, Any]]:
         controller_up,
         interruption_slow,
         interruption_fast,
-        queue_errors,
+        denied,
+        fixed,
+        *transient,
         other_errors,
         agent_down,
     ]
@@ -908,3 +961,18 @@ def test_bottlerocket_pools_get_no_dcgm_alerts() -> None:
         if "alert" in r
     }
     assert "gpu-br" not in mixed["GpuNodeWithoutDcgmExporter"]["expr"]
+
+
+def test_the_error_window_outlasts_the_longest_wait_between_retries() -> None:
+    """Recomputed from the retry schedule itself: the longest wait between the errors of a reconcile that
+    fails for 6 hours, plus a scrape on either side, fits in the window, in whole minutes; the alert waits 5
+    minutes longer than the window."""
+    errors = _retries(0, 6 * HOUR)
+    longest = max(b - a for a, b in itertools.pairwise(errors))
+    assert longest == 1000
+    assert RETRY_WINDOW_SECONDS - 60 < longest + 2 * SCRAPE_INTERVAL_SECONDS <= RETRY_WINDOW_SECONDS
+    assert RETRY_WINDOW_SECONDS == 18 * 60
+    (rule,) = [r for r in all_alert_rules() if r["alert"] == "KarpenterInterruptionQueueErrors"]
+    assert "[18m]" in rule["expr"]
+    assert rule["for"] == "23m"
+    assert RETRY_ERRORS_FOR_SECONDS == 23 * 60
