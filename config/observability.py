@@ -55,6 +55,7 @@ SnsTopicArn = Annotated[
 ]
 EmailAddress = Annotated[str, described(r"[^@\s]+@[^@\s]+\.[^@\s]+", "an e-mail address")]
 HttpsUrl = Annotated[str, described(r"https://[^\s]+", "an https:// URL")]
+Statement = Annotated[str, described(r"(?s).*\S.*", "a sentence naming who receives the alerts, not empty")]
 ReceiverKind = Literal["pagerduty", "opsgenie", "slack"]
 """Alertmanager receivers whose credential is read from a file (the Secret's key), in every Alertmanager
 version the stack runs (v0.34 of the chart) and checks with (Debian's amtool 0.25): PagerDuty Events API v2
@@ -76,6 +77,10 @@ class AlertingSettings(ConfigModel):
     attribute to filter on."""
     email_subscriptions: tuple[EmailAddress, ...] = ()
     """managed, with `snsTopic: create`: addresses subscribed to the topic (each confirms by e-mail once)."""
+    subscribed_by: Statement | None = None
+    """managed: who receives the topic's messages through a subscription made outside this stack, for a
+    reviewer to check, e.g. `PagerDuty service ml-platform via its SNS integration`. A production stack needs
+    it, or emailSubscriptions, so that its alerts are known to reach a person."""
     receiver_secret: KubernetesName | None = None
     """inCluster: a Secret in the monitoring namespace, created outside the stack (kubectl, External
     Secrets), with the key `critical` and, when `default` is set, `default`: the credential of that
@@ -148,7 +153,7 @@ class ObservabilityConfig(ConfigModel):
         path: tuple[str, ...] = ("alerting",)
         only = {
             "inCluster": ("receiver_secret", "critical", "default"),
-            "managed": ("sns_topic", "email_subscriptions"),
+            "managed": ("sns_topic", "email_subscriptions", "subscribed_by"),
         }
         problems: list[tuple[tuple[str, ...], str, Any]] = []
         for backend, names in only.items():

@@ -5,6 +5,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import ROUND_CEILING, Decimal
 from typing import Any
+from urllib.parse import urlsplit
 
 import pulumi
 import pulumi.runtime.config as runtime_config
@@ -47,7 +48,7 @@ from config.types import AwsProfile, AwsRegion, documentation_range
 from facts.aws_provider import provider_config_keys
 from facts.instance_types import instance_types
 from facts.partitions import Partition, partition_of_arn, partition_of_region
-from facts.placeholders import documentation_account
+from facts.placeholders import documentation_account, documentation_domain
 from facts.pricing import HOURS_PER_MONTH, on_demand_prices
 from facts.system_pods import GPU_NODE_GUARD, GUARD_REPLICAS, NFD_WORKER, SYSTEM_DEPLOYMENTS, PodRequests
 from pools.cost import pool_cost, stack_cost
@@ -342,8 +343,8 @@ def _gpu_units(pool: NodePoolConfig, config: StackConfig) -> GpuUnits | None:
 
 def _placeholders(config: StackConfig) -> list[ConfigProblem]:
     """Documentation examples where a real value goes: an API allow list entry in a documentation range (the
-    committed prod stack's runner address), a role ARN in an AWS documentation account. `pulumi preview`
-    warns about each; `pulumi up` refuses them."""
+    committed prod stack's runner address), a role ARN in an AWS documentation account, an alert address or
+    heartbeat URL under a reserved domain. `pulumi preview` warns about each; `pulumi up` refuses them."""
     endpoint = config.cluster.endpoint
     cidrs = [
         ConfigProblem(
@@ -373,7 +374,34 @@ def _placeholders(config: StackConfig) -> list[ConfigProblem]:
         for path, arn in _access_entry_roles(config)
         if arn is not None and (account := documentation_account(arn)) is not None
     ]
-    return cidrs + roles
+    return cidrs + roles + _alerting_placeholders(config)
+
+
+def _alerting_placeholders(config: StackConfig) -> list[ConfigProblem]:
+    """E-mail addresses and the heartbeat URL under a domain reserved for examples (example.com, ...): the
+    committed prod stack's, which reach nobody."""
+    alerting = config.observability.alerting
+    if alerting is None:
+        return []
+    found: list[tuple[tuple[str | int, ...], str, str, str]] = [
+        (("emailSubscriptions", index), address, "the on-call address", domain)
+        for index, address in enumerate(alerting.email_subscriptions)
+        if (domain := documentation_domain(address.rpartition("@")[2])) is not None
+    ]
+    url = alerting.heartbeat_url
+    host = urlsplit(url).hostname if url else None
+    if url and host and (domain := documentation_domain(host)) is not None:
+        found.append((("heartbeatUrl",), url, "your heartbeat check's URL", domain))
+    return [
+        ConfigProblem(
+            config_key(("observability", "alerting", *path)),
+            f"lies under {domain}, a domain reserved for examples where nobody receives anything: put "
+            f"{what} there before pulumi up (docs/observability.md#alert-routing)",
+            value,
+            True,
+        )
+        for path, value, what, domain in found
+    ]
 
 
 def config_warnings(config: StackConfig) -> list[str]:
@@ -557,25 +585,60 @@ def _observability_problems(config: StackConfig) -> list[ConfigProblem]:
 
 
 def _production_alerting_problems(config: StackConfig) -> list[ConfigProblem]:
-    """A production stack's alerts must reach someone (run for production stacks only)."""
+    """A production stack's alerts must reach a person, and their absence be noticed (run for production
+    stacks only): a receiver someone is known to read, and a heartbeat check for the Watchdog."""
     observability = config.observability
-    if observability.alerting is not None:
-        return []
-    what = (
-        "has no alert receiver, so no alert reaches anyone"
-        if observability.enabled
-        else "has no observability backend, so nothing alerts anyone"
-    )
-    return [
-        ConfigProblem(
-            config_key(("observability", "alerting" if observability.enabled else "backend")),
-            f"{what}: this is a production stack (policy/policy-config.json productionStacks). Set backend "
-            "to managed with alerting.snsTopic (create, or an SNS topic ARN), or to inCluster with "
-            "alerting.receiverSecret and alerting.critical (docs/observability.md#alert-routing)",
-            observability.backend if not observability.enabled else None,
-            not observability.enabled,
+    alerting = observability.alerting
+    if alerting is None:
+        what = (
+            "has no alert receiver, so no alert reaches anyone"
+            if observability.enabled
+            else "has no observability backend, so nothing alerts anyone"
         )
-    ]
+        return [
+            ConfigProblem(
+                config_key(("observability", "alerting" if observability.enabled else "backend")),
+                f"{what}: this is a production stack (policy/policy-config.json productionStacks). Set "
+                "backend to managed with alerting.snsTopic (create, or an SNS topic ARN), or to inCluster "
+                "with alerting.receiverSecret and alerting.critical (docs/observability.md#alert-routing)",
+                observability.backend if not observability.enabled else None,
+                not observability.enabled,
+            )
+        ]
+    problems = []
+    # inCluster receivers are PagerDuty, Opsgenie or Slack, with receiverSecret and critical required: they
+    # reach whoever owns the credential. An SNS topic reaches only its subscribers.
+    topic = alerting.sns_topic
+    if topic is not None and not alerting.email_subscriptions and alerting.subscribed_by is None:
+        accepted = (
+            "alerting.emailSubscriptions (addresses subscribed by this stack) or alerting.subscribedBy"
+            if topic == "create"
+            else "alerting.subscribedBy"
+        )
+        problems.append(
+            ConfigProblem(
+                config_key(("observability", "alerting", "snsTopic")),
+                "has no subscriber this stack knows of, so its alerts may reach nobody: this is a production "
+                f"stack (policy/policy-config.json productionStacks). Set {accepted} (who receives them "
+                "through a subscription made elsewhere, e.g. 'PagerDuty service ml-platform via its SNS "
+                "integration') (docs/observability.md#alert-routing)",
+                topic,
+                True,
+            )
+        )
+    if alerting.heartbeat_url is None:
+        problems.append(
+            ConfigProblem(
+                config_key(("observability", "alerting", "heartbeatUrl")),
+                "is required on a production stack (policy/policy-config.json productionStacks): without it "
+                "the Watchdog goes to no receiver, so nobody notices when alerting itself stops. Set the "
+                "https:// URL of a heartbeat check (healthchecks.io, Dead Man's Snitch, Better Stack) that "
+                "pages when the Watchdog stops arriving (docs/observability.md#alert-routing)",
+                None,
+                True,
+            )
+        )
+    return problems
 
 
 def _cross_section_problems(config: StackConfig, production: bool) -> list[ConfigProblem]:

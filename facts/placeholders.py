@@ -1,5 +1,6 @@
-"""Values the AWS documentation uses as examples: copied into a stack file, they are placeholders nobody
-replaced (pure data). The documentation address ranges (RFC 5737, RFC 3849) are in `config.types`."""
+"""Values the AWS documentation uses as examples, and domain names reserved for examples: copied into a stack
+file, they are placeholders nobody replaced (pure data). The documentation address ranges (RFC 5737, RFC
+3849) are in `config.types`."""
 
 from typing import Final
 
@@ -26,3 +27,21 @@ def documentation_account(arn: str) -> str | None:
     parts = arn.split(":")
     account = parts[4] if len(parts) > 5 else ""
     return account if account in DOCUMENTATION_ACCOUNTS else None
+
+
+DOCUMENTATION_DOMAINS: Final[dict[str, str]] = {
+    "example.com": "RFC 2606 section 3 (https://www.rfc-editor.org/rfc/rfc2606#section-3)",
+    "example.net": "RFC 2606 section 3",
+    "example.org": "RFC 2606 section 3",
+    "example": "RFC 2606 section 2, RFC 6761 section 6.5",
+    "test": "RFC 2606 section 2, RFC 6761 section 6.2",
+    "invalid": "RFC 2606 section 2, RFC 6761 section 6.4",
+}
+"""Domain names reserved for documentation and testing, each with where it is: no mailbox or web service of
+anyone's lives under them, so an e-mail address or URL there is a copied example."""
+
+
+def documentation_domain(host: str) -> str | None:
+    """The reserved domain a host name (`hc-ping.example.com`) or e-mail domain lies under, if any."""
+    name = host.lower().rstrip(".")
+    return next((d for d in DOCUMENTATION_DOMAINS if name == d or name.endswith(f".{d}")), None)

@@ -23,6 +23,8 @@ PROD_PLACEHOLDERS = [
     "gpu-eks:cluster.adminRoleArns[0]",
     "gpu-eks:cluster.adminRoleArns[1]",
     "gpu-eks:cluster.automation.previewRoleArn",
+    "gpu-eks:observability.alerting.emailSubscriptions[0]",
+    "gpu-eks:observability.alerting.heartbeatUrl",
 ]
 OWN_ACCOUNT = "302263040123"  # any account that is not a documentation example
 
@@ -35,8 +37,10 @@ def test_a_preview_of_the_committed_prod_warns_of_each_placeholder_by_key() -> N
     result = stack_run("prod")
     assert keys_of_warnings(result.warnings) == PROD_PLACEHOLDERS
     assert "put your runner's egress address there before pulumi up" in result.warnings[0]
-    for warning in result.warnings[1:]:
+    for warning in result.warnings[1:4]:
         assert "is a role of account 111122223333, an example account of the AWS documentation" in warning
+    for warning in result.warnings[4:]:
+        assert "lies under example.com, a domain reserved for examples" in warning
     assert result.of_type("eks:index:Cluster")
 
 
@@ -65,7 +69,13 @@ def test_an_up_with_real_values_goes_ahead() -> None:
     cluster["endpoint"]["publicAccessCidrs"] = ["34.210.12.7/32"]
     cluster["adminRoleArns"] = [f"arn:aws:iam::{OWN_ACCOUNT}:role/platform-admin"]
     cluster["automation"] = {"previewRoleArn": f"arn:aws:iam::{OWN_ACCOUNT}:role/gpu-eks-prod-preview"}
-    result = run_program({**values, "gpu-eks:cluster": json.dumps(cluster)}, stack="prod", operation="up")
+    observability = json.loads(values["gpu-eks:observability"])
+    observability["alerting"] |= {
+        "emailSubscriptions": ["ml-oncall@corp.acme.io"],
+        "heartbeatUrl": "https://hc-ping.com/3f1c2b7e-8d4a-4e6b-9a0f-5c2d1e7b8a90",
+    }
+    changed = {"gpu-eks:cluster": json.dumps(cluster), "gpu-eks:observability": json.dumps(observability)}
+    result = run_program({**values, **changed}, stack="prod", operation="up")
     assert result.warnings == []
     assert result.of_type("eks:index:Cluster")
 

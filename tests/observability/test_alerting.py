@@ -23,7 +23,7 @@ from components.observability.routing import SECRETS_MOUNT, in_cluster_alertmana
 from config.errors import ConfigError
 from config.observability import AlertingSettings, ObservabilityConfig
 from config.stack import parse_stack_config
-from synth.runner import ProgramRun, run_program, stack_config
+from synth.runner import ProgramRun, monitor_for, run_program, stack_config
 from tests.gpu_operator.helpers import merged
 from tests.helpers import run
 from tests.observability.helpers import IN_CLUSTER_POOL, chart_values
@@ -89,8 +89,9 @@ def test_prod_routes_alerts_to_its_encrypted_topic(prod: ProgramRun, tmp_path: P
     assert definition.inputs["workspaceId"] == workspace.id
     config = _definition(prod)
     _routes(config, tmp_path)
-    topic = prod.one("aws:sns/topic:Topic")
+    topic = prod.one("aws:sns/topic:Topic", "observability-alerts")
     assert topic.inputs["name"] == "ml-prod-alerts"
+    heartbeat = prod.one("aws:sns/topic:Topic", "observability-heartbeat")
     receivers = {r["name"]: r for r in config["receivers"]}
     for name, severity in (("critical", "critical"), ("default", "warning")):
         (sns,) = receivers[name]["sns_configs"]
@@ -99,8 +100,16 @@ def test_prod_routes_alerts_to_its_encrypted_topic(prod: ProgramRun, tmp_path: P
         assert sns["attributes"] == {"severity": severity}
         assert "api_url" not in sns  # AMP refuses it
         assert "http_config" not in sns  # and this
-    # No heartbeat URL in prod: the Watchdog goes nowhere (the docs say how to add one).
-    assert set(receivers) == {"null", "critical", "default"}
+    # prod names who reads the topic and where the Watchdog goes (placeholders `pulumi up` refuses).
+    assert set(receivers) == {"null", "critical", "default", "heartbeat"}
+    assert _receiver(tmp_path, alertname=WATCHDOG, severity="none") == "heartbeat"
+    assert _receiver(tmp_path, alertname="KarpenterControllerDown", severity="critical") == "critical"
+    subscriptions = {
+        s.inputs["protocol"]: s.inputs["topic"]
+        for s in prod.of_type("aws:sns/topicSubscription:TopicSubscription")
+    }
+    assert subscriptions["email"] == topic.outputs["arn"]
+    assert set(subscriptions) == {"email", "https"}
     # The topic is encrypted with a key of its own that rotates and lets AMP encrypt for this topic only.
     key = prod.one("aws:kms/key:Key")
     assert topic.inputs["kmsMasterKeyId"] == key.outputs["arn"]
@@ -110,11 +119,13 @@ def test_prod_routes_alerts_to_its_encrypted_topic(prod: ProgramRun, tmp_path: P
     assert aps["Principal"] == {"Service": "aps.amazonaws.com"}
     assert sorted(aps["Action"]) == ["kms:Decrypt", "kms:GenerateDataKey*"]
     assert aps["Condition"] == {
-        "StringEquals": {"kms:EncryptionContext:aws:sns:topicArn": [topic.outputs["arn"]]}
+        "StringEquals": {
+            "kms:EncryptionContext:aws:sns:topicArn": [topic.outputs["arn"], heartbeat.outputs["arn"]]
+        }
     }
     assert statements["EnableIamPolicies"]["Principal"] == {"AWS": "arn:aws:iam::111122223333:root"}
     # Only this workspace, of this account, may publish.
-    policy = prod.one("aws:sns/topicPolicy:TopicPolicy")
+    policy = prod.one("aws:sns/topicPolicy:TopicPolicy", "observability-alerts")
     assert policy.inputs["arn"] == topic.outputs["arn"]
     (statement,) = json.loads(policy.inputs["policy"])["Statement"]
     assert statement["Principal"] == {"Service": "aps.amazonaws.com"}
@@ -247,6 +258,89 @@ def test_a_production_stack_without_a_receiver_is_refused_before_any_resource() 
     assert [p.key for p in refused.value.problems] == ["gpu-eks:observability.backend"]
 
 
+def _prod_with(alerting: dict[str, Any], backend: str = "managed") -> dict[str, str]:
+    raw = stack_config("prod")
+    return {**raw, "gpu-eks:observability": json.dumps({"backend": backend, "alerting": alerting})}
+
+
+@pytest.mark.parametrize(
+    ("alerting", "backend", "expected"),
+    [
+        # prod as it was: a topic nobody subscribes to, the Watchdog to the null receiver; both listed.
+        (
+            {"snsTopic": "create"},
+            "managed",
+            [
+                "gpu-eks:observability.alerting.snsTopic = 'create': has no subscriber this stack knows "
+                "of, so its alerts may reach nobody: this is a production stack (policy/policy-config.json "
+                "productionStacks). Set alerting.emailSubscriptions (addresses subscribed by this stack) or "
+                "alerting.subscribedBy",
+                "gpu-eks:observability.alerting.heartbeatUrl = null: is required on a production stack",
+            ],
+        ),
+        (
+            {
+                "snsTopic": "arn:aws:sns:us-west-2:111122223333:pager",
+                "heartbeatUrl": IN_CLUSTER_ALERTING["heartbeatUrl"],
+            },
+            "managed",
+            [
+                "gpu-eks:observability.alerting.snsTopic = 'arn:aws:sns:us-west-2:111122223333:pager': "
+                "has no subscriber this stack knows of, so its alerts may reach nobody: this is a "
+                "production stack (policy/policy-config.json productionStacks). Set alerting.subscribedBy "
+                "(who receives them"
+            ],
+        ),
+        (
+            {k: v for k, v in IN_CLUSTER_ALERTING.items() if k != "heartbeatUrl"},
+            "inCluster",
+            ["gpu-eks:observability.alerting.heartbeatUrl = null: is required on a production stack"],
+        ),
+    ],
+)
+def test_a_production_stack_must_show_its_alerts_reach_a_person_and_their_absence_is_noticed(
+    alerting: dict[str, Any], backend: str, expected: list[str]
+) -> None:
+    raw = _prod_with(alerting, backend)
+    monitor = monitor_for(raw)
+    with pytest.raises(ConfigError) as refused:
+        run_program(raw, stack="prod", monitor=monitor)
+    assert monitor.registrations == []
+    lines = [str(p) for p in refused.value.problems]
+    assert len(lines) == len(expected), lines
+    for line, start in zip(lines, expected, strict=True):
+        assert line.startswith(start), line
+    # Not a production stack: accepted as before.
+    assert parse_stack_config(raw).observability.alerting is not None
+
+
+@pytest.mark.parametrize(
+    "alerting",
+    [
+        {"snsTopic": "create", "emailSubscriptions": ["oncall@corp.acme.io"]},
+        {"snsTopic": "create", "subscribedBy": "PagerDuty service ml-platform via its SNS integration"},
+        {"snsTopic": "arn:aws:sns:us-west-2:302263040123:pager", "subscribedBy": "Opsgenie team ml via SNS"},
+    ],
+)
+def test_a_production_topic_with_a_known_subscriber_and_a_heartbeat_is_accepted(
+    alerting: dict[str, Any], tmp_path: Path
+) -> None:
+    raw = _prod_with({**alerting, "heartbeatUrl": "https://hc-ping.com/3f1c2b7e-8d4a-4e6b-9a0f-5c2d1e7b8a90"})
+    config = _definition(run_program(raw, stack="prod"))
+    _check(config, tmp_path)
+    assert _receiver(tmp_path, alertname=WATCHDOG, severity="none") == "heartbeat"
+    assert _receiver(tmp_path, alertname="GpuFatalXidError", severity="critical") == "critical"
+
+
+def test_a_subscriber_statement_says_something() -> None:
+    with pytest.raises(ConfigError) as refused:
+        parse_stack_config(_prod_with({"snsTopic": "create", "subscribedBy": " "}), production=True)
+    assert [str(p) for p in refused.value.problems] == [
+        "gpu-eks:observability.alerting.subscribedBy = ' ': must be a sentence naming who receives the "
+        "alerts, not empty"
+    ]
+
+
 @pytest.mark.parametrize(
     ("observability", "key", "says"),
     [
@@ -295,6 +389,7 @@ def test_an_existing_topic_must_be_in_the_stacks_region() -> None:
     raw = stack_config("prod")
     observability = json.loads(raw["gpu-eks:observability"])
     observability["alerting"]["snsTopic"] = "arn:aws:sns:eu-west-1:111122223333:pager"
+    observability["alerting"].pop("emailSubscriptions")  # the stack's own topic only
     with pytest.raises(ConfigError) as refused:
         parse_stack_config({**raw, "gpu-eks:observability": json.dumps(observability)})
     (problem,) = refused.value.problems
