@@ -315,10 +315,13 @@ def test_the_worst_case_of_a_sliced_pool_counts_physical_gpus() -> None:
 def test_committed_stacks_get_no_warning_but_their_placeholders(any_stack: Any) -> None:
     # Pulumi.prod.yaml is committed in its bootstrap state, with a documentation address where the
     # deployer's runner address goes (docs/private-production.md); both stacks name roles of an AWS
-    # documentation account (tests/test_placeholders.py).
+    # documentation account (tests/test_placeholders.py); prod's alert address and heartbeat URL lie under
+    # example.com.
     placeholder = [w for w in any_stack.warnings if "a range reserved for documentation" in w]
     roles = [w for w in any_stack.warnings if "an example account of the AWS documentation" in w]
-    assert any_stack.warnings == placeholder + roles
+    alerting = [w for w in any_stack.warnings if "a domain reserved for examples" in w]
+    assert any_stack.warnings == placeholder + roles + alerting
+    assert len(alerting) == 2 * len(any_stack.of_type("aws:amp/workspace:Workspace"))
     allowed = any_stack.one("eks:index:Cluster").inputs.get("publicAccessCidrs", [])
     assert len(placeholder) == ("203.0.113.10/32" in allowed)
 

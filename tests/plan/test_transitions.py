@@ -451,7 +451,11 @@ def test_moving_prod_to_the_in_cluster_backend_swaps_the_managed_parts_only() ->
         "prod",
         lambda s: s["gpu-eks:observability"].update(
             backend="inCluster",
-            alerting={"receiverSecret": "alertmanager-receivers", "critical": "pagerduty"},
+            alerting={
+                "receiverSecret": "alertmanager-receivers",
+                "critical": "pagerduty",
+                "heartbeatUrl": "https://hc-ping.example.com/3f1c2b7e-8d4a-4e6b-9a0f-5c2d1e7b8a90",
+            },
         ),
     )
     dashboards = {
@@ -480,6 +484,7 @@ def test_moving_prod_to_the_in_cluster_backend_swaps_the_managed_parts_only() ->
         "aws:kms/key:Key",
         "aws:sns/topic:Topic",
         "aws:sns/topicPolicy:TopicPolicy",
+        "aws:sns/topicSubscription:TopicSubscription",  # prod's e-mail and heartbeat subscriptions
     }
     # The stack's values (agent -> server with a volume, AMP data source -> in-cluster Prometheus) change in
     # place; the CRDs and the scrapers stay.
