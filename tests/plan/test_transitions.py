@@ -967,7 +967,12 @@ def _renamed(stack: str) -> dict[str, str]:
 
 IN_CLUSTER = {
     "backend": "inCluster",
-    "alerting": {"receiverSecret": "alertmanager-receivers", "critical": "pagerduty"},
+    "alerting": {
+        "receiverSecret": "alertmanager-receivers",
+        "critical": "pagerduty",
+        # A production stack's Watchdog must reach a heartbeat check.
+        "heartbeatUrl": "https://hc-ping.example.com/3f1c2b7e-8d4a-4e6b-9a0f-5c2d1e7b8a90",
+    },
 }
 
 
