@@ -194,25 +194,34 @@ def render_json(cost: StackCost) -> str:
     return json.dumps([pool_json(p) for p in cost.pools], indent=2) + "\n"
 
 
+def _while_replaced_cell(cost: PoolCost) -> str:
+    replaced = cost.while_replaced_usd_per_hour
+    if replaced is None:
+        return "no expiry"
+    grace = cost.termination_grace_period
+    return f"{usd(replaced)}/h " + (f"for <= {grace}" if grace else "with no end in time")
+
+
 def render_markdown(stacks: Mapping[str, StackCost]) -> str:
     """A table of every pool of the stacks (stack -> cost), for the README."""
     lines = [
         "| stack | pool | worst case | a month | node mix at the worst case | cheapest fill of the GPU "
-        "limit |",
-        "|---|---|---|---|---|---|",
+        "limit | while its nodes are replaced |",
+        "|---|---|---|---|---|---|---|",
     ]
     for stack, cost in stacks.items():
         for pool in cost.pools:
             worst, fill = pool.spend.worst_case, pool.spend.cheapest_fill
             if not pool.spend.bounded or worst is None:
-                lines.append(f"| {stack} | {pool.pool} | unbounded | | | |")
+                lines.append(f"| {stack} | {pool.pool} | unbounded | | | | |")
                 continue
             cheapest = f"{usd(fill.usd_per_hour)}/h ({fill})" if fill else "no GPU limit"
             lines.append(
                 f"| {stack} | {pool.pool} | {usd(worst.usd_per_hour)}/h | {usd(worst.usd_per_month)} | "
-                f"{worst} | {cheapest} |"
+                f"{worst} | {cheapest} | {_while_replaced_cell(pool)} |"
             )
         total = f"{usd(cost.worst_case_usd_per_hour)}/h" if cost.bounded else "unbounded"
         month = usd(cost.worst_case_usd_per_month) if cost.bounded else ""
-        lines.append(f"| {stack} | **total** | **{total}** | **{month}** | | |")
+        replaced = f"**{usd(cost.while_replaced_usd_per_hour)}/h**" if cost.bounded else ""
+        lines.append(f"| {stack} | **total** | **{total}** | **{month}** | | | {replaced} |")
     return "\n".join(lines) + "\n"

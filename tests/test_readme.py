@@ -79,6 +79,8 @@ def test_the_what_it_costs_table_is_generated_from_synth_cost() -> None:
     current = README.read_text()
     assert current == render(current), "run: .venv/bin/python -m scripts.cost_table"
     assert "| prod | **total** | **$544.26/h** |" in current
+    # The last column: a drained set and its replacements, each within the limits (tests/test_synth_cost.py).
+    assert "(8 x p4d.24xlarge) | $880.64/h for <= 24h |" in current
 
 
 # --- what the pages name exists -------------------------------------------------------------------------
