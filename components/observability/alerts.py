@@ -67,7 +67,8 @@ XID_WINDOW = "15m"
 """How long `GpuXidError` fires after a GPU reported a new application XID: long enough to be notified, short
 enough that it clears (the exporter's gauge keeps the last code until it restarts)."""
 FATAL_XID_MEMORY = "24h"
-FATAL_XID_STEP = "30s"
+DCGM_STEP = "30s"
+"""The DCGM exporter's collection interval (`-c 30000`): the resolution of subqueries over its gauges."""
 FATAL_XID_RECORDED = "gpu_eks:dcgm_fatal_xid:max5m"
 """`GpuFatalXidError` remembers a fatal code this long even when a later code (often XID 45, the cleanup of
 the processes that died) replaced it in the exporter's gauge, or the exporter restarted. A recording rule
@@ -161,7 +162,7 @@ def dcgm_rules(targets: Targets) -> list[dict[str, Any]]:
     idle = f"(avg_over_time({engine}[{IDLE_WINDOW}]) < {IDLE_ENGINE_SHARE}) and {engine} offset {IDLE_WINDOW}"
     return [
         # Before the alert that reads it: the rules of a group are evaluated in order.
-        {"record": FATAL_XID_RECORDED, "expr": f"max_over_time(({fatal})[5m:{FATAL_XID_STEP}])"},
+        {"record": FATAL_XID_RECORDED, "expr": f"max_over_time(({fatal})[5m:{DCGM_STEP}])"},
         _rule(
             "GpuFatalXidError",
             f"max by (node, gpu) (({fatal}) or max_over_time({FATAL_XID_RECORDED}[{FATAL_XID_MEMORY}])) "
@@ -180,15 +181,18 @@ def dcgm_rules(targets: Targets) -> list[dict[str, Any]]:
             ),
             cluster=cluster,
         ),
-        # DCGM_FI_DEV_XID_ERRORS is a gauge of the last XID, not a count: fire while a series changed within
-        # XID_WINDOW and now holds a non-zero, non-fatal code (the left side, so `$value` is the XID). An
-        # exporter restart does not fire it: a new pod's series starts at 0 or at the code DCGM still holds
-        # (no change), and a restarted container's drop to 0 is a change to 0. Missed: the same code again
-        # (the gauge does not change), all but the last of several codes within one scrape interval.
+        # DCGM_FI_DEV_XID_ERRORS is a gauge of the last XID, not a count: fire while a GPU's gauge changed
+        # within XID_WINDOW and now holds a non-zero, non-fatal code (the left side, so `$value` is the XID).
+        # The change is looked for per GPU, not per series: the exporter labels a GPU's series with the pod
+        # that holds it, and a job killed by the fault releases its GPU, so the code often first shows on a
+        # new series (no `exported_pod`), where a per-series `changes()` sees nothing. An exporter restart
+        # does not fire it: the GPU's gauge goes on at 0 or at the code DCGM still holds (no change), and a
+        # restarted container's drop to 0 is a change to 0. Missed: the same code again (the gauge does not
+        # change), all but the last of several codes within one collection interval.
         _rule(
             "GpuXidError",
-            f"max by (node, gpu) (((DCGM_FI_DEV_XID_ERRORS != 0) unless ({fatal})) and "
-            f"(changes(DCGM_FI_DEV_XID_ERRORS[{XID_WINDOW}]) > 0))",
+            f"max by (node, gpu) ((DCGM_FI_DEV_XID_ERRORS != 0) unless ({fatal})) and on (node, gpu) "
+            f"(changes((max by (node, gpu) (DCGM_FI_DEV_XID_ERRORS))[{XID_WINDOW}:{DCGM_STEP}]) > 0)",
             for_="0m",
             severity="warning",
             summary="GPU {{ $labels.gpu }} on {{ $labels.node }} reported application XID {{ $value }}",
@@ -217,7 +221,9 @@ def dcgm_rules(targets: Targets) -> list[dict[str, Any]]:
         ),
         _rule(
             "GpuUncorrectableMemoryError",
-            "max by (node, gpu) (increase(DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS[1h])) > 0",
+            # Per GPU, not per series, as GpuXidError: the error that remaps a row often ends the job
+            # holding the GPU, and the count goes on in a series without its pod.
+            f"increase((max by (node, gpu) (DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS))[1h:{DCGM_STEP}]) > 0",
             for_="0m",
             severity="warning",
             summary="GPU {{ $labels.gpu }} on {{ $labels.node }} remapped rows after uncorrectable errors",

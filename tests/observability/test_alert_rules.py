@@ -268,6 +268,25 @@ def _gpu_tests() -> list[dict[str, Any]]:
             _alerts("30m", "GpuXidError"),
         ],
     }
+    # A job killed by the fault releases its GPU before the exporter's next collection: the code and the
+    # count show on the GPU's series without the pod (a new series), not on the one the job held.
+    held = {**GPU, **HELD}
+    released = {
+        "interval": "1m",
+        "input_series": [
+            _series("DCGM_FI_DEV_XID_ERRORS", held, "0x5"),
+            _series("DCGM_FI_DEV_XID_ERRORS", GPU, "_x6 13x40"),
+            _series("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", held, "0x5"),
+            _series("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", GPU, "_x6 1x80"),
+        ],
+        "alert_rule_test": [
+            _alerts("5m", "GpuXidError"),
+            _alerts("8m", "GpuXidError", _gpu(GPU, "warning")),
+            _alerts("25m", "GpuXidError"),  # 15 minutes after the change
+            _alerts("8m", "GpuUncorrectableMemoryError", _gpu(GPU, "warning")),
+            _alerts("70m", "GpuUncorrectableMemoryError"),  # an hour after the remap
+        ],
+    }
     exporter = {
         "interval": "1m",
         "input_series": [
@@ -347,7 +366,7 @@ def _gpu_tests() -> list[dict[str, Any]]:
             ),
         ],
     }
-    return [fatal, fatal_only, memory, xid_restart, exporter, missing_exporter, idle_gpus]
+    return [fatal, fatal_only, memory, xid_restart, released, exporter, missing_exporter, idle_gpus]
 
 
 def _held(labels: dict[str, str]) -> dict[str, str]:
