@@ -76,7 +76,9 @@ keeps the fatal codes each GPU reported over the last 5 minutes, read at the exp
 (dcgm-exporter `-c 30000`) so no value it reported is skipped whatever the evaluation interval (up to 5
 minutes); the alert looks back over that record, which reads a GPU's record points once per evaluation,
 where a 24-hour subquery over the raw gauge would re-evaluate 2,880. While the gauge still holds the fatal
-code the alert fires however old it is; it resolves once the node is gone."""
+code the alert fires however old it is; it resolves once the node is gone. Each record point carries the
+instance it was read on (`provider_id`, joined from kube_node_info at that step), and the memory only counts
+for that instance: a replacement that gets the same private IP, so the same node name, starts clean."""
 INTERRUPTION_DELAY_SECONDS = 30
 """99th percentile of the time interruption messages wait on the queue: a spot interruption warning gives
 two minutes, and every second waited is a second less to drain the node."""
@@ -162,11 +164,17 @@ def dcgm_rules(targets: Targets) -> list[dict[str, Any]]:
     idle = f"(avg_over_time({engine}[{IDLE_WINDOW}]) < {IDLE_ENGINE_SHARE}) and {engine} offset {IDLE_WINDOW}"
     return [
         # Before the alert that reads it: the rules of a group are evaluated in order.
-        {"record": FATAL_XID_RECORDED, "expr": f"max_over_time(({fatal})[5m:{DCGM_STEP}])"},
+        # The record carries the instance (kube_node_info's provider_id): EKS names a node by its private IP,
+        # and a replacement that gets the address within FATAL_XID_MEMORY must not inherit the fault.
+        {
+            "record": FATAL_XID_RECORDED,
+            "expr": f"max by (node, gpu, provider_id) (max_over_time((({fatal}) * on (node) group_left "
+            f"(provider_id) max by (node, provider_id) (kube_node_info))[5m:{DCGM_STEP}]))",
+        },
         _rule(
             "GpuFatalXidError",
-            f"max by (node, gpu) (({fatal}) or max_over_time({FATAL_XID_RECORDED}[{FATAL_XID_MEMORY}])) "
-            "and on (node) max by (node) (kube_node_info)",
+            f"max by (node, gpu) (({fatal}) or (max_over_time({FATAL_XID_RECORDED}[{FATAL_XID_MEMORY}]) "
+            "and on (node, provider_id) kube_node_info)) and on (node) max by (node) (kube_node_info)",
             for_="0m",
             severity="critical",
             summary="GPU {{ $labels.gpu }} on {{ $labels.node }} reported fatal XID {{ $value }}: "

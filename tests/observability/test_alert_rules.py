@@ -268,6 +268,25 @@ def _gpu_tests() -> list[dict[str, Any]]:
             _alerts("30m", "GpuXidError"),
         ],
     }
+    # The node is replaced by one that gets the same private IP, so the same name: the new instance's GPU
+    # does not inherit the old one's fatal XID. (Two Nodes of one name never coexist: the old series end
+    # with a stale marker, as Prometheus writes one when a scrape no longer has them.)
+    old_instance = {**KSM_NODE, "node": NODE, "provider_id": "aws:///us-west-2a/i-0a1b2c3d4e5f60718"}
+    new_instance = {**KSM_NODE, "node": NODE, "provider_id": "aws:///us-west-2a/i-0f9e8d7c6b5a49382"}
+    new_gpu = {**GPU, "UUID": "GPU-9c8b7a6f-5e4d-4c3b-8a29-1f0e9d8c7b6a", "pod": "nvidia-dcgm-exporter-z9y8x"}
+    name_reused = {
+        "interval": "1m",
+        "input_series": [
+            _series("DCGM_FI_DEV_XID_ERRORS", GPU, "0x4 79x15 stale"),  # fatal at minute 5; gone at 20
+            _series("kube_node_info", old_instance, "1x20 stale"),
+            _series("kube_node_info", new_instance, "_x22 1x40"),
+            _series("DCGM_FI_DEV_XID_ERRORS", new_gpu, "_x24 0x40"),
+        ],
+        "alert_rule_test": [
+            _alerts("10m", "GpuFatalXidError", _gpu(GPU, "critical")),
+            _alerts("40m", "GpuFatalXidError"),
+        ],
+    }
     # A job killed by the fault releases its GPU before the exporter's next collection: the code and the
     # count show on the GPU's series without the pod (a new series), not on the one the job held.
     held = {**GPU, **HELD}
@@ -366,7 +385,17 @@ def _gpu_tests() -> list[dict[str, Any]]:
             ),
         ],
     }
-    return [fatal, fatal_only, memory, xid_restart, released, exporter, missing_exporter, idle_gpus]
+    return [
+        fatal,
+        fatal_only,
+        name_reused,
+        memory,
+        xid_restart,
+        released,
+        exporter,
+        missing_exporter,
+        idle_gpus,
+    ]
 
 
 def _held(labels: dict[str, str]) -> dict[str, str]:
