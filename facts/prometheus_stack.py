@@ -48,3 +48,9 @@ SCRAPE_INTERVAL_SECONDS: Final = 30
 `prometheusSpec.scrapeInterval` sets an interval, as this stack leaves them (Karpenter's chart:
 `endpointConfig: {}`): the operator's default, 30s (the chart's values.yaml,
 `prometheus.prometheusSpec.scrapeInterval`: "Defaults to 30s")."""
+
+AMP_RULE_EVALUATION_SECONDS: Final = 60
+"""How often Amazon Managed Service for Prometheus evaluates a rule group that sets no `interval`, as this
+stack's groups do ("The default evaluation interval of rule groups is 60 seconds if the interval property is
+not specified", AMP user guide, "Create a rules file"). Each group on its own schedule, so two groups' rules
+may see the same change up to this long apart."""

@@ -44,7 +44,7 @@ from components.observability.queries import (
 )
 from config.types import go_duration
 from facts.controller_runtime import RETRY_CAP_SECONDS
-from facts.prometheus_stack import SCRAPE_INTERVAL_SECONDS
+from facts.prometheus_stack import AMP_RULE_EVALUATION_SECONDS, SCRAPE_INTERVAL_SECONDS
 from facts.xid import FATAL_XIDS
 from pools.alerting import PoolAlerting
 
@@ -92,7 +92,16 @@ quarter hour rules out a pool being added or a selector being fixed meanwhile.""
 EXPORTER_MISSING_SECONDS = 15 * 60
 """An initialized GPU node without a DCGM exporter target for this long: the DaemonSet's pod starts once the
 operator's validations pass, minutes after the node is initialized."""
-AGENT_DOWN_FOR = "5m"
+TARGET_DOWN_FOR_SECONDS = 5 * 60
+"""How long a target (Karpenter, the GPU node guard) must be absent before its `...Down` alert fires."""
+GROUP_WAIT_SECONDS = 30
+"""The Alertmanager waits this long before it sends a new group's first notification (routing.py)."""
+AGENT_DOWN_LEAD_SECONDS = SCRAPE_INTERVAL_SECONDS + AMP_RULE_EVALUATION_SECONDS + GROUP_WAIT_SECONDS
+"""How much sooner `PrometheusAgentDown` must fire than the alerts it inhibits: when the agent stops, each
+target's last sample may be a scrape interval older than the agent's own (so it goes absent sooner), the
+workspace evaluates the groups up to a minute apart, and the inhibition must be in place before the target's
+group wait ends. Otherwise `KarpenterControllerDown` pages first, for a Karpenter that is only unseen."""
+AGENT_DOWN_FOR = f"{(TARGET_DOWN_FOR_SECONDS - AGENT_DOWN_LEAD_SECONDS) // 60}m"
 RETRY_WINDOW_SECONDS = -(-(RETRY_CAP_SECONDS + 2 * SCRAPE_INTERVAL_SECONDS) // 60) * 60
 """The window over which a controller's reconcile errors are counted: a reconcile that keeps failing is
 retried at most `RETRY_CAP_SECONDS` apart (controller-runtime's backoff), and an error shows as a step between
@@ -476,7 +485,7 @@ def gpu_node_guard_rules(targets: Targets) -> list[dict[str, Any]]:
             f"absent(up{target} == 1) or "
             f"(time() - max(gpu_eks_node_guard_last_sync_success_timestamp_seconds{target}) > "
             f"{GUARD_STALE_SECONDS})",
-            for_="5m",
+            for_=f"{TARGET_DOWN_FOR_SECONDS // 60}m",
             severity="warning",
             summary="The GPU node guard has not synced for 5 minutes",
             description=(
@@ -498,7 +507,7 @@ def karpenter_rules(targets: Targets) -> list[dict[str, Any]]:
         _rule(
             "KarpenterControllerDown",
             f"absent(up{target} == 1)",
-            for_="5m",
+            for_=f"{TARGET_DOWN_FOR_SECONDS // 60}m",
             severity="critical",
             summary="No Karpenter controller has been reachable for 5 minutes",
             description=(
@@ -569,7 +578,7 @@ def meta_rules(targets: Targets) -> list[dict[str, Any]]:
                 f"absent(up{agent} == 1)",
                 for_=AGENT_DOWN_FOR,
                 severity="critical",
-                summary=f"No metrics from cluster {targets.cluster} have reached the workspace for 5 minutes",
+                summary=f"No metrics from cluster {targets.cluster} reach the workspace",
                 description=(
                     "The in-cluster Prometheus agent writes nothing to the workspace, so every alert about "
                     "the "

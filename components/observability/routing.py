@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from components import yaml_text
 from components.iam_document import PolicyDocument, policy_document
-from components.observability.alerts import AGENT_DOWN, WATCHDOG
+from components.observability.alerts import AGENT_DOWN, GROUP_WAIT_SECONDS, WATCHDOG
 from config.observability import AlertingSettings, ReceiverKind
 
 SUBJECT: Final = "[{{ .Status | toUpper }}] {{ .CommonLabels.alertname }} ({{ .CommonLabels.cluster }})"
@@ -87,7 +87,7 @@ def route_tree(*, heartbeat: bool) -> dict[str, Any]:
     return {
         "receiver": "default",
         "group_by": ["cluster", "alertname", "nodepool"],
-        "group_wait": "30s",
+        "group_wait": f"{GROUP_WAIT_SECONDS}s",
         "group_interval": "5m",
         "repeat_interval": DEFAULT_REPEAT,
         "routes": [

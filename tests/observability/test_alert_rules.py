@@ -806,7 +806,21 @@ def _control_plane_tests() -> list[dict[str, Any]]:
             _alerts("25m", WATCHDOG, {"severity": "none"}),
         ],
     }
+    # The race the inhibition must win: Karpenter's target goes absent up to a scrape interval before the
+    # agent's own, and the workspace evaluates the two groups up to a minute apart (promtool evaluates all
+    # groups at once, so Karpenter's last sample here is a minute older than the agent's). The agent's alert
+    # must already fire when Karpenter's does (alerts.AGENT_DOWN_LEAD_SECONDS).
+    agent_down_first = {
+        "interval": f"{SCRAPE_INTERVAL_SECONDS}s",
+        "input_series": [_series("up", KARPENTER, "1x19"), _series("up", AGENT, "1x21")],
+        "alert_rule_test": [
+            _alerts("19m", "KarpenterControllerDown"),
+            _alerts("20m", "PrometheusAgentDown", {"severity": "critical"}),
+            _alerts("20m", "KarpenterControllerDown", {"severity": "critical"}),
+        ],
+    }
     return [
+        agent_down_first,
         guard_deletions,
         guard_holding,
         guard_pair,
@@ -1024,3 +1038,31 @@ def test_the_error_window_outlasts_the_longest_wait_between_retries() -> None:
     assert "[18m]" in rule["expr"]
     assert rule["for"] == "23m"
     assert RETRY_ERRORS_FOR_SECONDS == 23 * 60
+
+
+def test_what_the_agent_down_alert_inhibits_fires_a_scrape_an_evaluation_and_a_group_wait_later() -> None:
+    """Read from what is rendered: the rules' `for` and the routing's group wait."""
+    from components.observability.routing import INHIBIT_RULES, route_tree
+    from facts.prometheus_stack import AMP_RULE_EVALUATION_SECONDS
+
+    def seconds(duration: str) -> int:
+        return int(duration[:-1]) * {"s": 1, "m": 60, "h": 3600}[duration[-1]]
+
+    rules = {r["alert"]: r for r in all_alert_rules(managed=True)}
+    lead = (
+        SCRAPE_INTERVAL_SECONDS
+        + AMP_RULE_EVALUATION_SECONDS
+        + seconds(route_tree(heartbeat=True)["group_wait"])
+    )
+    [inhibition] = [
+        r for r in INHIBIT_RULES if r.get("source_matchers") == ['alertname="PrometheusAgentDown"']
+    ]
+    [targets] = inhibition["target_matchers"]
+    inhibited = re.fullmatch(r'alertname=~"(.+)"', targets).group(1).split("|")  # type: ignore[union-attr]
+    assert inhibited == ["KarpenterControllerDown", "GpuNodeGuardDown"]
+    for name in inhibited:
+        assert seconds(rules[name]["for"]) - seconds(rules["PrometheusAgentDown"]["for"]) >= lead, name
+    # docs/observability.md's alert table states both figures.
+    agent_for = seconds(rules["PrometheusAgentDown"]["for"]) // 60
+    table = (Path(__file__).parents[2] / "docs" / "observability.md").read_text()
+    assert f"for {agent_for} minutes after their last sample aged out; fires {lead // 60} minutes before" in table
