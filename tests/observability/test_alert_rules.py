@@ -1065,4 +1065,5 @@ def test_what_the_agent_down_alert_inhibits_fires_a_scrape_an_evaluation_and_a_g
     # docs/observability.md's alert table states both figures.
     agent_for = seconds(rules["PrometheusAgentDown"]["for"]) // 60
     table = (Path(__file__).parents[2] / "docs" / "observability.md").read_text()
-    assert f"for {agent_for} minutes after their last sample aged out; fires {lead // 60} minutes before" in table
+    stated = f"for {agent_for} minutes after their last sample aged out; fires {lead // 60} minutes before"
+    assert stated in table
