@@ -56,10 +56,11 @@ class CostConfig(ConfigModel):
     """What the stack may spend: a cap on the node pools' worst case, and a monthly budget."""
 
     max_worst_case_usd_per_hour: UsdAmount | None = None
-    """The most the node pools may cost per hour at once, in US dollars: their worst case (the most
-    expensive set of nodes every pool's limits admit, at us-east-1 on-demand list price; `python -m synth
-    cost <stack>` shows it) must stay at or below it, or the configuration is refused before anything is
-    created. Leave unset for no cap."""
+    """The most the node pools' limits may let run at once, per hour in US dollars: their worst case (the
+    most expensive set of nodes every pool's limits admit, at us-east-1 on-demand list price; `python -m
+    synth cost <stack>` shows it) must stay at or below it, or the configuration is refused before anything
+    is created. While a pool's nodes are replaced it may bill up to twice its worst case, for at most its
+    `terminationGracePeriod` (draining nodes do not count against the limits). Leave unset for no cap."""
     monthly_budget_usd: UsdAmount | None = None
     """An AWS Budgets cost budget per calendar month, in US dollars, on what is tagged `gpu-eks/stack:
     <stack>` (activate that tag as a cost-allocation tag in the billing console first); it notifies at 80 %

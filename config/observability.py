@@ -91,8 +91,9 @@ class AlertingSettings(ConfigModel):
     """inCluster: the receiver of every other alert (warnings); unset: the same kind as `critical`, with the
     Secret's `critical` key."""
     heartbeat_url: HttpsUrl | None = None
-    """The URL of a heartbeat check (healthchecks.io, Dead Man's Snitch, Better Stack, ...) that the always-
-    firing Watchdog alert reaches every 5 minutes, and that pages when it stops. inCluster: an Alertmanager
+    """The URL of a heartbeat check (healthchecks.io, Dead Man's Snitch, Better Stack, ...) that the
+    always-firing Watchdog alert reaches every 5 minutes, and that pages when it stops; required on a
+    production stack. inCluster: an Alertmanager
     webhook; managed: an HTTPS subscription of a second topic of the stack's (SNS sends it one
     SubscriptionConfirmation first: open its SubscribeURL once). It only reports "alive"; if yours embeds a
     token you keep secret, set it with `pulumi config set --secret --path`, which keeps it out of the stack

@@ -109,8 +109,9 @@ def plan_main(argv: list[str], root: Path = ROOT) -> int:
     """`python -m synth plan`: exit 0 with a plan, 1 when the plan cannot be carried out as planned (a
     blocking finding of `synth.plan.FINDINGS`: a protected resource deleted or replaced, a create-first
     replacement that collides with the old resource, an update the API refuses, a Kubernetes version EKS
-    cannot move to, a region move), 2 on bad arguments, an unreadable previous state or a refused
-    configuration (of either state, printed as `pulumi preview` prints it)."""
+    cannot move to, the cluster's subnets moved to another set of zones, a region move), 2 on bad
+    arguments, an unreadable previous state or a refused configuration (of either state, printed as
+    `pulumi preview` prints it)."""
     # Here, not at the top: a plain synth does not need the planner (a fiftieth of a second to import).
     from synth import plan as planning
 
