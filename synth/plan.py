@@ -1448,7 +1448,10 @@ class SpendChanges:
         """An Attention line for each pool whose worst case rises by more than 25 % (or becomes unbounded),
         and for the stack's total."""
         added = [
-            Finding(f"new pool {p.pool} may spend up to {_hourly(p.new)} at once (at on-demand list price)")
+            Finding(
+                f"new pool {p.pool}: its limits let it run up to {_hourly(p.new)} at once (at on-demand list "
+                "price; more while its nodes are replaced, `synth cost`)"
+            )
             for p in self.pools
             if p.before is None and p.after is not None
         ]

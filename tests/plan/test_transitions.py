@@ -244,7 +244,7 @@ def test_adding_a_pool_creates_its_node_class_and_node_pool_only() -> None:
         "describe-instance-type-offerings --region us-west-2 --location-type availability-zone --filters "
         "Name=instance-type,Values=g6.*` lists the zones that do"
     )
-    assert messages[1].startswith("new pool gpu-batch may spend up to $")
+    assert messages[1].startswith("new pool gpu-batch: its limits let it run up to $")
     assert messages[2].startswith("worst-case spend of the stack's total rises $16.38/h -> $")
     assert len(messages) == 3
 
