@@ -751,6 +751,31 @@ def test_a_superseded_run_never_overwrites_a_newer_commits_comment(tmp_path: Pat
     assert preview_comment(tmp_path, fixture, STATE="cancelled") == []  # nothing of dev's to say, nor to post
 
 
+def test_an_older_runs_cleanup_leaves_an_unstamped_diff_to_the_newer_run(tmp_path: Path) -> None:
+    """pulumi/actions writes a newer run's diff unstamped, and that run stamps it a moment later: the older
+    run's cancelled step or last job, running in between, must not take it for an old diff."""
+    fresh = bot(7, pulumi_actions_comment("acme/dev"))
+    fixture = comment_fixture([fresh], head=NEWER_SHA)
+    assert preview_comment(tmp_path, fixture, STATE="cancelled") == []
+    assert preview_comment(tmp_path, fixture, STATE="not-previewed", STACK_NAME="", NEEDS=NEEDS) == []
+
+
+def test_a_stack_this_run_does_not_preview_says_so_when_every_job_succeeded(tmp_path: Path) -> None:
+    needs = json.dumps({job: {"result": "success", "outputs": {}} for job in json.loads(NEEDS)})
+    gone = bot(7, stamped_preview("acme/staging", OLD_SHA))
+    [(_, args)] = preview_comment(
+        tmp_path, comment_fixture([gone]), STATE="not-previewed", STACK_NAME="", NEEDS=needs
+    )
+    assert f"not previewed for {SHA}**: this run previews no such stack" in args["body"]
+
+
+def test_a_comment_of_a_deleted_account_is_skipped(tmp_path: Path) -> None:
+    ghost = {"id": 9, "user": None, "body": pulumi_actions_comment("acme/dev")}
+    ours = bot(7, stamped_preview("acme/dev", OLD_SHA))
+    [(op, args)] = preview_comment(tmp_path, comment_fixture([ghost, ours]), STATE="failure")
+    assert (op, args["comment_id"]) == ("updateComment", 7)
+
+
 def plan_comment_script(tmp_path: Path) -> Path:
     [job] = _jobs(COMMENT).values()
     [step] = steps_using(job, "actions/github-script")

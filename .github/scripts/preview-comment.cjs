@@ -11,7 +11,8 @@
 //   cancelled      the same, "preview cancelled for <sha>"
 //   not-previewed  every stack's comment that is not for <sha> says "not previewed for <sha>" and why
 //                  (NEEDS: the run's `needs` results), or that a newer push superseded it
-// A comment stamped with the pull request's current head by a newer run is never touched by an older one.
+// A comment stamped with the pull request's current head by a newer run is never touched by an older one,
+// nor, once a newer push exists, an unstamped diff (it may be the newer run's, not yet stamped).
 //
 // Run by actions/github-script (`github`, `context`, `core`); everything else comes from the environment:
 // PROJECT (Pulumi.yaml's name), STATE, HEAD_SHA (the commit this run checks), LOG_URL (this run's attempt),
@@ -29,11 +30,14 @@ module.exports = async ({ github, context, core }) => {
   const current = pull.head.sha;
   const comments = (await github.paginate(github.rest.issues.listComments, { owner, repo, issue_number })).filter(
     (c) =>
-      c.user.login === "github-actions[bot]" &&
+      c.user?.login === "github-actions[bot]" && // `user` is null for a deleted account
       c.body.startsWith(prefix) &&
       c.body.includes(summary) &&
       (!STACK_NAME || stackOf(c.body) === STACK_NAME) &&
-      !(stampOf(c.body) === current && current !== HEAD_SHA), // a newer run's
+      !(stampOf(c.body) === current && current !== HEAD_SHA) && // a newer run's
+      // Once a newer push exists, an unstamped diff may be the newer run's, written by pulumi/actions a
+      // moment before that run stamps it: only the run that wrote it (`previewed`) may touch it.
+      !(current !== HEAD_SHA && STATE !== "previewed" && stampOf(c.body) === undefined),
   );
   const log = `[log](${LOG_URL})`;
   const status = (stack, text) =>
@@ -56,7 +60,9 @@ module.exports = async ({ github, context, core }) => {
     const unfinished = Object.entries(JSON.parse(NEEDS))
       .filter(([, need]) => need.result !== "success")
       .map(([job, need]) => `${job}: ${need.result}`);
-    return `the run's jobs did not all succeed (${unfinished.join(", ")})`;
+    return unfinished.length
+      ? `the run's jobs did not all succeed (${unfinished.join(", ")})`
+      : "this run previews no such stack (its stack file is gone from the branch, or the stack does not exist in the backend yet)";
   };
   const text = {
     previewed: () => `:hourglass: **superseded**: the preview of ${HEAD_SHA} is in another comment of this stack.`,
