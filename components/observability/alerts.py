@@ -200,16 +200,17 @@ def dcgm_rules(targets: Targets) -> list[dict[str, Any]]:
         ),
         # DCGM_FI_DEV_XID_ERRORS is a gauge of the last XID, not a count: fire while a GPU's gauge changed
         # within XID_WINDOW and now holds a non-zero, non-fatal code (the left side, so `$value` is the XID).
-        # The change is looked for per GPU, not per series: the exporter labels a GPU's series with the pod
-        # that holds it, and a job killed by the fault releases its GPU, so the code often first shows on a
-        # new series (no `exported_pod`), where a per-series `changes()` sees nothing. An exporter restart
+        # The change is looked for per GPU (its UUID, which a replacement node reusing the name does not
+        # share), not per series: the exporter labels a GPU's series with the pod that holds it, and a job
+        # killed by the fault releases its GPU, so the code often first shows on a new series (no
+        # `exported_pod`), where a per-series `changes()` sees nothing. An exporter restart
         # does not fire it: the GPU's gauge goes on at 0 or at the code DCGM still holds (no change), and a
         # restarted container's drop to 0 is a change to 0. Missed: the same code again (the gauge does not
         # change), all but the last of several codes within one collection interval.
         _rule(
             "GpuXidError",
             f"max by (node, gpu) ((DCGM_FI_DEV_XID_ERRORS != 0) unless ({fatal})) and on (node, gpu) "
-            f"(changes((max by (node, gpu) (DCGM_FI_DEV_XID_ERRORS))[{XID_WINDOW}:{DCGM_STEP}]) > 0)",
+            f"(changes((max by (node, gpu, UUID) (DCGM_FI_DEV_XID_ERRORS))[{XID_WINDOW}:{DCGM_STEP}]) > 0)",
             for_="0m",
             severity="warning",
             summary="GPU {{ $labels.gpu }} on {{ $labels.node }} reported application XID {{ $value }}",
@@ -238,9 +239,10 @@ def dcgm_rules(targets: Targets) -> list[dict[str, Any]]:
         ),
         _rule(
             "GpuUncorrectableMemoryError",
-            # Per GPU, not per series, as GpuXidError: the error that remaps a row often ends the job
-            # holding the GPU, and the count goes on in a series without its pod.
-            f"increase((max by (node, gpu) (DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS))[1h:{DCGM_STEP}]) > 0",
+            # Per GPU (its UUID), not per series, as GpuXidError: the error that remaps a row often ends
+            # the job holding the GPU, and the count goes on in a series without its pod.
+            "max by (node, gpu) (increase((max by (node, gpu, UUID) "
+            f"(DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS))[1h:{DCGM_STEP}])) > 0",
             for_="0m",
             severity="warning",
             summary="GPU {{ $labels.gpu }} on {{ $labels.node }} remapped rows after uncorrectable errors",

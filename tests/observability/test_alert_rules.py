@@ -280,11 +280,16 @@ def _gpu_tests() -> list[dict[str, Any]]:
             _series("DCGM_FI_DEV_XID_ERRORS", GPU, "0x4 79x15 stale"),  # fatal at minute 5; gone at 20
             _series("kube_node_info", old_instance, "1x20 stale"),
             _series("kube_node_info", new_instance, "_x22 1x40"),
-            _series("DCGM_FI_DEV_XID_ERRORS", new_gpu, "_x24 0x40"),
+            _series("DCGM_FI_DEV_XID_ERRORS", new_gpu, "_x24 13x40"),  # a code its DCGM reports at start
+            # Rows the old GPU had remapped, and rows the new one arrives with: neither is a new remap.
+            _series("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", GPU, "5x19 stale"),
+            _series("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", new_gpu, "_x24 2x40"),
         ],
         "alert_rule_test": [
             _alerts("10m", "GpuFatalXidError", _gpu(GPU, "critical")),
             _alerts("40m", "GpuFatalXidError"),
+            _alerts("30m", "GpuXidError"),
+            _alerts("30m", "GpuUncorrectableMemoryError"),
         ],
     }
     # A job killed by the fault releases its GPU before the exporter's next collection: the code and the
