@@ -948,8 +948,7 @@ def _node_pool_deletion(old: Resource) -> str:
         f"each drain waits up to the pool's terminationGracePeriod ({grace}) for pods to leave, then "
         "terminates the node anyway"
         if grace
-        else "with no terminationGracePeriod a drain waits as long as PodDisruptionBudgets or "
-        "karpenter.sh/do-not-disrupt pods block it"
+        else _drain(old)
     )
     return (
         "Karpenter deletes every NodeClaim of the pool, draining and terminating its nodes at once "
