@@ -1,7 +1,8 @@
 """The output contract of a gpu-eks stack: the names, types and meaning of what other stacks may read.
 
-Consumers read these through `pulumi.StackReference(...).require_output("<name>")` and may validate what
-they get with these models (`StackOutputs.model_validate(values)`, `GpuPool.model_validate(pool)`). The
+Consumers read these through `pulumi.StackReference(...).require_output("<name>")` (`get_output` for
+`OPTIONAL_OUTPUTS`, which a stack without the part does not have) and may validate what they get with these
+models (`StackOutputs.model_validate(values)`, `GpuPool.model_validate(pool)`). The
 program exports exactly these names (a test enforces it); renaming or removing one is a breaking change.
 """
 
@@ -125,6 +126,12 @@ class StackOutputs(_Contract):
 
 OUTPUT_NAMES: tuple[str, ...] = tuple(f.alias or n for n, f in StackOutputs.model_fields.items())
 """The exported names, in contract order."""
+
+OPTIONAL_OUTPUTS: frozenset[str] = frozenset(
+    f.alias or n for n, f in StackOutputs.model_fields.items() if not f.is_required() and f.default is None
+)
+"""Outputs a stack may not have: the SDK drops a None output when it registers the stack's outputs, so a
+StackReference has no such name (`require_output` fails on it; `get_output` gives None)."""
 
 SECRET_OUTPUTS = frozenset({"kubeconfig"})
 """Outputs exported as Pulumi secrets."""

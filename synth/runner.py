@@ -498,12 +498,27 @@ def _without_stack_traces() -> Iterator[None]:
         runtime_resource._get_stack_trace = capture
 
 
+def _as_registered(value: Any) -> Any:
+    """A stack output as the engine receives it: the SDK drops every None value of a mapping when it
+    serialises the outputs (pulumi/runtime/rpc.py `serialize_properties`: "We treat properties that
+    serialize to None as if they don't exist"), so an output or key that is None does not exist for a
+    StackReference; list items are kept."""
+    if isinstance(value, Mapping):
+        return {k: _as_registered(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list | tuple):
+        return [_as_registered(v) for v in value]
+    return value
+
+
 async def _resolve(exports: Mapping[str, Any]) -> tuple[dict[str, Any], frozenset[str]]:
     values: dict[str, Any] = {}
     secret: set[str] = set()
     for key, value in exports.items():
         output = pulumi.Output.from_input(value)
-        values[key] = await output.future()
+        resolved = await output.future()
+        if resolved is None:
+            continue
+        values[key] = _as_registered(resolved)
         if await output.is_secret():
             secret.add(key)
     return values, frozenset(secret)

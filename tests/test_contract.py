@@ -9,7 +9,10 @@ from tests.helpers import config
 
 
 def test_the_program_exports_exactly_the_contract(any_stack: ProgramRun) -> None:
-    assert list(any_stack.outputs) == list(contract.OUTPUT_NAMES)
+    # As a StackReference sees them: a None output is dropped, and only an optional one may be None.
+    absent = set(contract.OUTPUT_NAMES) - set(any_stack.outputs)
+    assert absent <= contract.OPTIONAL_OUTPUTS
+    assert list(any_stack.outputs) == [n for n in contract.OUTPUT_NAMES if n not in absent]
     assert any_stack.secret_outputs == contract.SECRET_OUTPUTS
     parsed = contract.StackOutputs.model_validate(any_stack.outputs)
     assert parsed.cluster_endpoint.startswith("https://")
@@ -65,8 +68,9 @@ def test_gpu_pool_fields_are_exactly_these() -> None:
 
 def test_interruption_off_exports_no_queue() -> None:
     result = run_program(config(karpenter={"interruptionHandling": False}))
-    assert result.outputs["karpenterInterruptionQueueName"] is None
-    assert contract.StackOutputs.model_validate(result.outputs).gpu_pools == []
+    assert "karpenterInterruptionQueueName" not in result.outputs  # None: dropped, as the SDK does
+    parsed = contract.StackOutputs.model_validate(result.outputs)
+    assert (parsed.karpenter_interruption_queue_name, parsed.gpu_pools) == (None, [])
 
 
 def test_export_refuses_a_partial_or_extended_contract() -> None:
@@ -85,3 +89,14 @@ def test_oidc_provider_url_is_the_issuer_without_scheme_as_the_contract_promises
     outputs = contract.StackOutputs.model_validate(any_stack.outputs)
     assert not outputs.oidc_provider_url.startswith("https://")
     assert outputs.oidc_provider_arn.endswith(f":oidc-provider/{outputs.oidc_provider_url}")
+
+
+def test_a_part_that_is_off_leaves_its_output_out_as_pulumi_does(dev: ProgramRun) -> None:
+    """dev has no observability backend and no MIG: a StackReference to it has no `monitoring` and its pool
+    no `migProfile` (the SDK drops None outputs and None keys), which is why consumers read the optional
+    outputs with `get_output` and the models default what is missing to None."""
+    assert {"karpenterInterruptionQueueName", "monitoring"} == contract.OPTIONAL_OUTPUTS
+    assert "monitoring" not in dev.outputs
+    [pool] = dev.outputs["gpuPools"]
+    assert "migProfile" not in pool
+    assert contract.GpuPool.model_validate(pool).mig_profile is None
