@@ -457,7 +457,9 @@ class Cluster(pulumi.ComponentResource):
             if profile
             else cluster.kubeconfig
         )
-        self.kubeconfig = pulumi.Output.secret(kubeconfig)
+        # The exported one runs `aws eks get-token` with its reader's credentials, as pulumi-eks's own output
+        # does: another team's stack or CI has no profile of the platform team's name.
+        self.kubeconfig = pulumi.Output.secret(cluster.kubeconfig)
         self.endpoint = pulumi.Output.unsecret(cluster.kubeconfig.apply(kubeconfig_endpoint))
         self.certificate_authority = pulumi.Output.unsecret(
             cluster.kubeconfig.apply(kubeconfig_certificate_authority)

@@ -416,16 +416,20 @@ def test_kubernetes_provider_is_built_from_the_cluster_kubeconfig(dev: ProgramRu
     assert "providerCredentialOpts" not in cluster.inputs
 
 
-def test_an_aws_profile_reaches_the_kubeconfig_the_program_uses_and_exports() -> None:
+def test_an_aws_profile_reaches_the_kubeconfig_the_program_uses_not_the_one_it_exports() -> None:
+    """The program's own provider runs `aws eks get-token` under the stack's profile; the exported kubeconfig,
+    which other teams' stacks and CI read, with whatever credentials its reader has (no profile of the
+    platform team's name there)."""
     result = run_program({**config(), "aws:profile": "ml-platform"})
     cluster = result.one("eks:index:Cluster")
     assert cluster.inputs["providerCredentialOpts"] == {"profileName": "ml-platform"}
     provider = json.loads(result.one("pulumi:providers:kubernetes").inputs["kubeconfig"])
     exported = result.outputs["kubeconfig"]
-    for kubeconfig in (provider, exported):
-        args = kubeconfig["users"][0]["user"]["exec"]["args"]
-        assert args[-2:] == ["--profile", "ml-platform"]
-        assert args[:6] == ["--region", "us-west-2", "eks", "get-token", "--cluster-name", "ml-test"]
+    token = ["--region", "us-west-2", "eks", "get-token", "--cluster-name", "ml-test"]
+    assert provider["users"][0]["user"]["exec"]["args"][:6] == token
+    assert provider["users"][0]["user"]["exec"]["args"][-2:] == ["--profile", "ml-platform"]
+    assert "--profile" not in exported["users"][0]["user"]["exec"]["args"]
+    assert exported["users"][0]["user"]["exec"]["args"][:6] == token
     assert "kubeconfig" in result.secret_outputs
 
 
