@@ -78,18 +78,20 @@ def _shared_ci_roles(root: Path) -> list[str]:
     non-production deploy role for anything on main), so sharing one makes each such run cluster admin in
     production, without the approvals the production roles sit behind (docs/ci-and-trust.md)."""
     production = set(production_stacks(root))
+    roles = {stack: automation_roles(stack, root) for stack in stacks(root)}  # each file read once
+    elsewhere: dict[str, list[tuple[str, str]]] = {}  # ARN -> (non-production stack, key) that set it
+    for other in (s for s in roles if s not in production):
+        for key, arn in roles[other].items():
+            elsewhere.setdefault(arn, []).append((other, key))
     problems = []
-    for stack in (s for s in stacks(root) if s in production):
-        for key, arn in automation_roles(stack, root).items():
-            for other in (s for s in stacks(root) if s not in production):
-                for other_key, other_arn in automation_roles(other, root).items():
-                    if arn == other_arn:
-                        problems.append(
-                            f"Pulumi.{stack}.yaml: {key} {arn} is also Pulumi.{other}.yaml's {other_key} "
-                            f"{other_arn}; a production stack (productionStacks of {POLICY_CONFIG}) needs "
-                            "its own CI roles, trusted only for its GitHub environments (prod-preview, "
-                            "production)"
-                        )
+    for stack in (s for s in roles if s in production):
+        for key, arn in roles[stack].items():
+            for other, other_key in elsewhere.get(arn, []):
+                problems.append(
+                    f"Pulumi.{stack}.yaml: {key} {arn} is also Pulumi.{other}.yaml's {other_key} {arn}; a "
+                    f"production stack (productionStacks of {POLICY_CONFIG}) needs its own CI roles, trusted "
+                    "only for its GitHub environments (prod-preview, production)"
+                )
     return problems
 
 
