@@ -349,6 +349,10 @@ class PoolHistory:
             return replace(self, streak=0, last=None)
         return self
 
+    def latched(self, limit: int, deleting: int = 0) -> bool:
+        """Whether the streak, with `deleting` more deletions, reaches `limit` (`maxConsecutiveDeletions`)."""
+        return self.streak + deleting >= limit
+
     def counted(self, now: datetime.datetime) -> "PoolHistory":
         """The history with a deletion counted at `now` (the last hour's deletions only)."""
         return PoolHistory((*last_hour(self.deletions, now), now), self.streak + 1, now)
@@ -786,7 +790,7 @@ def _breaker(
                 f"{config.max_deletions_per_hour}; it deletes again once the hour's count allows"
             )
     delete, held = due[:budget], due[budget:]
-    latched = history.streak + len(delete) >= config.max_consecutive_deletions
+    latched = history.latched(config.max_consecutive_deletions, len(delete))
     if not held:
         return _Verdict(delete, held, [], latched)
     if latch:
@@ -848,7 +852,7 @@ def decide(
         if history != stored and pool.initialized is not None:
             successes[name] = pool.initialized
         if unavailable is not None:
-            if history.streak >= config.max_consecutive_deletions:
+            if history.latched(config.max_consecutive_deletions):
                 latched.add(name)
             continue
         verdict = _breaker(name, pool, history, config, now)
@@ -1418,7 +1422,7 @@ class Guard:
             recent = last_hour(pool.deletions, now)
             if len(recent) >= self.config.max_deletions_per_hour:
                 raise BudgetSpent(f"{len(recent)} deletions in pool {deletion.pool} in the last hour")
-            if pool.streak >= self.config.max_consecutive_deletions:
+            if pool.latched(self.config.max_consecutive_deletions):
                 raise BudgetSpent(f"{pool.streak} deletions in a row in pool {deletion.pool}, no success")
             history[deletion.pool] = pool.counted(now)
             return {**annotations, DELETIONS_ANNOTATION: deletions_annotation(history, now)}
