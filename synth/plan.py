@@ -1227,6 +1227,8 @@ def _drift_findings(change: Change) -> list[Finding]:
 def _placement_group_deletion_findings(change: Change) -> list[Finding]:
     """A placement group its pool stops using is deleted in the same `up` that updates the node class; EC2
     refuses while an instance is in it, and the pool's nodes leave it only as they drift."""
+    source = replacement_facts(PLACEMENT_GROUP).source
+    refused = f"InvalidPlacementGroup.InUse; {source.repo} {source.path}"
     findings = []
     for key, step in change.of("delete"):
         if step.type != PLACEMENT_GROUP:
@@ -1241,8 +1243,6 @@ def _placement_group_deletion_findings(change: Change) -> list[Finding]:
                 continue
             for pool in _pools_of_class(change.after, _value(was.inputs, "metadata.name")):
                 name = _value(pool.inputs, "metadata.name")
-                source = replacement_facts(PLACEMENT_GROUP).source
-                refused = f"InvalidPlacementGroup.InUse; {source.repo} {source.path}"
                 in_group = f"karpenter.sh/nodepool={name},{PLACEMENT_GROUP_LABEL}"
                 findings.append(
                     Finding(
