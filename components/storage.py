@@ -16,6 +16,7 @@ import pulumi_kubernetes as k8s
 
 from components.cluster import Cluster, default_addon_version, eks_addon
 from components.karpenter.iam import managed_policy_arn, pod_identity_trust_policy
+from config.types import GPU_EKS_TAG_PREFIX
 from facts.eks import EBS_CSI_DRIVER, EBS_CSI_POLICY, EBS_CSI_PROVISIONER, EBS_CSI_SERVICE_ACCOUNT
 from facts.partitions import Partition
 
@@ -23,9 +24,6 @@ DEFAULT_STORAGE_CLASS = "gp3-encrypted"
 """Name of the default StorageClass; other stacks and components (observability) refer to it by name."""
 
 DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
-
-STACK_TAG_PREFIX = "gpu-eks/"
-"""The tags gpu-eks sets itself (`gpu-eks/stack`, `gpu-eks/cluster`): the ones the cost budget filters on."""
 
 
 def driver_configuration(tags: dict[str, str]) -> dict[str, Any]:
@@ -38,7 +36,7 @@ def driver_configuration(tags: dict[str, str]) -> dict[str, Any]:
     whose keys and values hold neither, go there; `cluster.tags` may hold `=` (AWS allows it in a key)."""
     return {
         "controller": {
-            "extraVolumeTags": {k: v for k, v in sorted(tags.items()) if k.startswith(STACK_TAG_PREFIX)}
+            "extraVolumeTags": {k: v for k, v in sorted(tags.items()) if k.startswith(GPU_EKS_TAG_PREFIX)}
         }
     }
 

@@ -353,8 +353,11 @@ its own (`Name`, `karpenter.sh/nodepool`, `karpenter.sh/nodeclaim`, `karpenter.k
 `kubernetes.io/cluster/<name>`, `eks:eks-cluster-name`; aws/karpenter-provider-aws@c88abbbad455
 `pkg/utils/utils.go` `GetTags` and `pkg/controllers/nodeclaim/tagging/controller.go`), which leaves 41 for
 the configuration."""
+GPU_EKS_TAG_PREFIX = "gpu-eks/"
+"""The tags gpu-eks sets itself (`gpu-eks/stack`, `gpu-eks/cluster`, `gpu-eks/pool`); `cluster.tags` may not
+use it."""
 _RESERVED_TAGS = (
-    ("gpu-eks/", "is set by gpu-eks itself"),
+    (GPU_EKS_TAG_PREFIX, "is set by gpu-eks itself"),
     ("karpenter.sh/discovery", "marks the subnets and security group Karpenter launches nodes into"),
     ("kubernetes.io/cluster", "is managed by EKS and Karpenter"),
     ("karpenter.sh/", "is Karpenter's own (its EC2NodeClass refuses karpenter.sh/nodepool and nodeclaim)"),

@@ -68,8 +68,11 @@ class PoolCost:
         not count draining nodes against the limits: so the draining generation (at most the worst case, the
         limits admitted it) and its replacements (again at most the worst case) bill side by side until the
         drain ends. Without expiry, only the disruption budgets' share drains at once (not computed here)."""
-        exact = self.spend.proven and self.worst_case is not None
-        worst = self.worst_case.usd_per_hour if exact and self.worst_case else self.spend.worst_case_bound
+        worst = (
+            self.worst_case.usd_per_hour
+            if self.spend.proven and self.worst_case
+            else self.spend.worst_case_bound
+        )
         if worst is None or self.expire_after == "Never" or EXPIRY_HONOURS_BUDGETS:
             return None
         draining = Decimal(0) if DELETING_NODES_COUNT_AGAINST_LIMITS else worst
