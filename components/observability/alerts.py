@@ -101,7 +101,7 @@ AGENT_DOWN_LEAD_SECONDS = SCRAPE_INTERVAL_SECONDS + AMP_RULE_EVALUATION_SECONDS 
 target's last sample may be a scrape interval older than the agent's own (so it goes absent sooner), the
 workspace evaluates the groups up to a minute apart, and the inhibition must be in place before the target's
 group wait ends. Otherwise `KarpenterControllerDown` pages first, for a Karpenter that is only unseen."""
-AGENT_DOWN_FOR = f"{(TARGET_DOWN_FOR_SECONDS - AGENT_DOWN_LEAD_SECONDS) // 60}m"
+AGENT_DOWN_FOR = go_duration(TARGET_DOWN_FOR_SECONDS - AGENT_DOWN_LEAD_SECONDS)
 RETRY_WINDOW_SECONDS = -(-(RETRY_CAP_SECONDS + 2 * SCRAPE_INTERVAL_SECONDS) // 60) * 60
 """The window over which a controller's reconcile errors are counted: a reconcile that keeps failing is
 retried at most `RETRY_CAP_SECONDS` apart (controller-runtime's backoff), and an error shows as a step between
@@ -487,7 +487,7 @@ def gpu_node_guard_rules(targets: Targets) -> list[dict[str, Any]]:
             f"absent(up{target} == 1) or "
             f"(time() - max(gpu_eks_node_guard_last_sync_success_timestamp_seconds{target}) > "
             f"{GUARD_STALE_SECONDS})",
-            for_=f"{TARGET_DOWN_FOR_SECONDS // 60}m",
+            for_=go_duration(TARGET_DOWN_FOR_SECONDS),
             severity="warning",
             summary="The GPU node guard has not synced for 5 minutes",
             description=(
@@ -509,7 +509,7 @@ def karpenter_rules(targets: Targets) -> list[dict[str, Any]]:
         _rule(
             "KarpenterControllerDown",
             f"absent(up{target} == 1)",
-            for_=f"{TARGET_DOWN_FOR_SECONDS // 60}m",
+            for_=go_duration(TARGET_DOWN_FOR_SECONDS),
             severity="critical",
             summary="No Karpenter controller has been reachable for 5 minutes",
             description=(

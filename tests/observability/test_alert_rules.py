@@ -1048,10 +1048,8 @@ def test_the_error_window_outlasts_the_longest_wait_between_retries() -> None:
 def test_what_the_agent_down_alert_inhibits_fires_a_scrape_an_evaluation_and_a_group_wait_later() -> None:
     """Read from what is rendered: the rules' `for` and the routing's group wait."""
     from components.observability.routing import INHIBIT_RULES, route_tree
+    from config.types import duration_seconds as seconds
     from facts.prometheus_stack import AMP_RULE_EVALUATION_SECONDS
-
-    def seconds(duration: str) -> int:
-        return int(duration[:-1]) * {"s": 1, "m": 60, "h": 3600}[duration[-1]]
 
     rules = {r["alert"]: r for r in all_alert_rules(managed=True)}
     lead = (
