@@ -42,6 +42,7 @@ INSTANCE_TYPE = "g6e.12xlarge"
 """What Karpenter launches (it labels each NodeClaim with its instance type)."""
 PLUGIN = guard.DEVICE_PLUGIN_DEPLOY_LABEL
 STATE = guard.MIG_CONFIG_STATE_LABEL
+GUARD_LEASE = guard.LeaseRef(guard.COMPONENT, guard.COMPONENT).path
 
 
 class Crash(BaseException):
@@ -123,12 +124,14 @@ class Cluster:
         """Actors whose requests fail as if the network were down."""
         self.node_changed: dict[str, float] = {}
         """Node name -> when it last changed (what a watch reports)."""
+        self.node_changes = 0
 
     def bump(self, obj: dict[str, Any]) -> None:
         self.version += 1
         obj["metadata"]["resourceVersion"] = str(self.version)
         if obj.get("kind") == "Node":
             self.node_changed[obj["metadata"]["name"]] = self.clock.seconds
+            self.node_changes += 1
 
     def transport(self, actor: str) -> guard.Transport:
         def send(method: str, path: str, body: bytes | None, content_type: str | None) -> tuple[int, bytes]:
@@ -147,7 +150,7 @@ class Cluster:
         return send
 
     def guard_holder(self) -> str:
-        lease = self.leases.get(guard.LeaseRef(guard.COMPONENT, guard.COMPONENT).path)
+        lease = self.leases.get(GUARD_LEASE)
         return str(((lease or {}).get("spec") or {}).get("holderIdentity") or "")
 
     def _handle(self, method: str, path: str, body: Any) -> tuple[int, Any]:
@@ -652,16 +655,9 @@ class Replica:
                 if self.process.elector.tick(seconds, self.world.clock.now) and not was:
                     self.next_sync = seconds  # a new leader syncs at once
                 self.next_tick = seconds + guard.RETRY_PERIOD_SECONDS
-            watched = [
-                t
-                for name, t in self.world.cluster.node_changed.items()
-                if (self.world.cluster.nodes.get(name, {}).get("metadata", {}).get("labels") or {}).get(
-                    guard.NODEPOOL_LABEL
-                )
-                in {p for p, policy in self.world.config.pools.items() if policy.mig_gate}
-            ]
-            if self.world.watch and watched and max(watched) > self.last_sync:
-                self.next_sync = min(self.next_sync, max(watched) + self.world.reaction)
+            changed = self.world.watched_change()
+            if self.world.watch and changed is not None and changed > self.last_sync:
+                self.next_sync = min(self.next_sync, changed + self.world.reaction)
             if seconds >= self.next_sync:
                 self.last_sync = seconds
                 self.next_sync = seconds + self.world.config.sync_interval_seconds
@@ -689,6 +685,8 @@ class World:
     hooks: list[Callable[["World"], None]] = field(default_factory=list)
     """Run every step before the actors (scripted incidents)."""
     log: list[tuple[float, str, str]] = field(default_factory=list)
+    _watched_key: tuple[int, int] | None = field(default=None, init=False, repr=False)
+    _watched: float | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.cluster = Cluster(self.clock)
@@ -723,6 +721,24 @@ class World:
                 action(world)
 
         self.hooks.append(hook)
+
+    def watched_change(self) -> float | None:
+        """When a node of a MIG pool last changed (what the replicas' watch reports), if any is there."""
+        # Every change of a Node is counted but its removal, which changes the set of nodes: the pair says
+        # when to look again (the replicas ask every simulated second).
+        key = (self.cluster.node_changes, len(self.cluster.nodes))
+        if key != self._watched_key:
+            gated = {p for p, policy in self.config.pools.items() if policy.mig_gate}
+            times = [
+                t
+                for name, t in self.cluster.node_changed.items()
+                if (self.cluster.nodes.get(name, {}).get("metadata", {}).get("labels") or {}).get(
+                    guard.NODEPOOL_LABEL
+                )
+                in gated
+            ]
+            self._watched_key, self._watched = key, max(times, default=None)
+        return self._watched
 
     def leader(self) -> str:
         return self.cluster.guard_holder()
