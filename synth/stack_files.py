@@ -1,6 +1,7 @@
 """The committed stacks (`Pulumi.<stack>.yaml`) and how CI runs them; light enough to run without .venv.
 
     python -m synth.stack_files >> "$GITHUB_OUTPUT"   # the workflows' stack matrices (needs only PyYAML)
+    python -m synth.stack_files region <stack>        # the stack's aws:region
 
 The workflows take their stack lists from here, so a new stack file is previewed and deployed without
 editing them: production stacks are those the policy pack treats as production
@@ -13,6 +14,7 @@ with an error instead of falling back to a runner that cannot reach the API.
 
 import ipaddress
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +31,21 @@ DEFAULT_VPC_CIDR = "10.0.0.0/16"
 """`gpu-eks:network.cidr` when a stack does not set it (config/network.py)."""
 
 
-def _section(stack: str, section: str, root: Path) -> dict[str, Any]:
+def _config(stack: str, root: Path) -> dict[str, Any]:
     document = yaml_text.load((root / f"Pulumi.{stack}.yaml").read_text()) or {}
-    value = (document.get("config") or {}).get(f"gpu-eks:{section}") or {}
+    config = document.get("config") or {}
+    return config if isinstance(config, dict) else {}
+
+
+def _section(stack: str, section: str, root: Path) -> dict[str, Any]:
+    value = _config(stack, root).get(f"gpu-eks:{section}") or {}
     return value if isinstance(value, dict) else {}
+
+
+def region(stack: str, root: Path = ROOT) -> str | None:
+    """The stack's `aws:region`, where everything it creates lives (the program requires it)."""
+    value = _config(stack, root).get("aws:region")
+    return str(value) if value else None
 
 
 OPEN_TO_ALL = "0.0.0.0/0"
@@ -140,7 +153,22 @@ def matrices(root: Path = ROOT) -> dict[str, list[dict[str, Any]]]:
     }
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["region"] and len(args) == 2:
+        stack = args[1]
+        if stack not in stacks():
+            print(f"there is no Pulumi.{stack}.yaml; stacks: {', '.join(stacks())}")
+            return 2
+        found = region(stack)
+        if found is None:
+            print(f"Pulumi.{stack}.yaml sets no aws:region (every stack needs one: docs/configuration.md)")
+            return 2
+        print(found)
+        return 0
+    if args:
+        print("usage: python -m synth.stack_files [region <stack>]")
+        return 2
     for name, rows in matrices().items():
         print(f"{name}={json.dumps(rows, separators=(',', ':'))}")
     return 0

@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from components import yaml_text
+from components.budget import STACK_TAG
 from config.production import production_stacks
 from synth.stack_files import main as stack_files_main
 from synth.stack_files import matrices, stacks
@@ -239,9 +240,20 @@ def github_outputs(text: str) -> dict[str, str]:
 
 
 def test_stack_matrices_print_as_github_outputs(capsys: pytest.CaptureFixture[str]) -> None:
-    stack_files_main()
+    stack_files_main([])
     outputs = github_outputs(capsys.readouterr().out)
     assert {key: json.loads(value) for key, value in outputs.items()} == MATRICES
+
+
+def test_stack_files_names_a_stacks_region_and_refuses_an_unknown_stack(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert stack_files_main(["region", "prod"]) == 0
+    prod = yaml.safe_load((ROOT / "Pulumi.prod.yaml").read_text())
+    assert capsys.readouterr().out == f"{prod['config']['aws:region']}\n"
+    assert stack_files_main(["region", "staging"]) == 2
+    assert capsys.readouterr().out == f"there is no Pulumi.staging.yaml; stacks: {', '.join(STACKS)}\n"
+    assert stack_files_main(["regions"]) == 2
 
 
 def test_the_stack_matrices_need_only_pyyaml(tmp_path: Path) -> None:
@@ -952,6 +964,150 @@ def test_stack_exists_stops_on_anything_else(tmp_path: Path) -> None:
     assert result.stdout.startswith(
         "::error title=Pulumi Cloud::looking up acme/gpu-eks/staging answered HTTP 401"
     )
+
+
+# --- what a destroy leaves -------------------------------------------------------------------------
+
+VOLUMES_LEFT = "bash .github/scripts/volumes-left.sh"
+
+
+@pytest.mark.parametrize("job_name", ["pre-production", "production"])
+def test_each_destroy_lists_the_volumes_its_workloads_left(job_name: str) -> None:
+    steps = _jobs(DESTROY)[job_name]["steps"]
+    [check] = [s for s in steps if s.get("run") == VOLUMES_LEFT]
+    assert check["env"] == {"STACK": "${{ inputs.stack }}"}
+    assert steps.index(check) > steps.index(pulumi_step(_jobs(DESTROY)[job_name]))
+    # The filter is the tag the program puts on every volume the EBS CSI driver creates
+    # (tests/test_storage.py: `controller.extraVolumeTags`) and the budget filters on.
+    assert f"Name=tag:{STACK_TAG},Values=$STACK" in (SCRIPTS / "volumes-left.sh").read_text()
+
+
+def _volume(volume_id: str, size: int, state: str, tags: dict[str, str]) -> dict[str, Any]:
+    """A volume as EC2's DescribeVolumes answers it (the fields the AWS CLI prints)."""
+    return {
+        "VolumeId": volume_id,
+        "Size": size,
+        "State": state,
+        "VolumeType": "gp3",
+        "AvailabilityZone": "us-west-2a",
+        "Encrypted": True,
+        "Attachments": [],
+        "Tags": [{"Key": k, "Value": v} for k, v in tags.items()],
+    }
+
+
+# The AWS CLI as far as the script uses it: `ec2 describe-volumes` with tag and status filters, a JMESPath
+# `--query` (the jmespath package the CLI uses) and `--output text` (a row per list, tab-separated, a null as
+# None). It records its arguments; $AWS_FAIL makes it fail as the CLI does without ec2:DescribeVolumes.
+_FAKE_AWS = """
+import json, os, sys
+import jmespath
+
+args = sys.argv[1:]
+with open(os.environ["AWS_ARGS"], "w") as f:
+    json.dump(args, f)
+if os.environ.get("AWS_FAIL"):
+    print("An error occurred (UnauthorizedOperation) when calling the DescribeVolumes operation: You are "
+          "not authorized to perform this operation.", file=sys.stderr)
+    sys.exit(254)
+assert args[:2] == ["ec2", "describe-volumes"], args
+options, filters, rest = {}, [], args[2:]
+while rest:
+    option = rest.pop(0)
+    if option == "--filters":
+        while rest and not rest[0].startswith("--"):
+            filters.append(rest.pop(0))
+    else:
+        options[option] = rest.pop(0)
+
+def matches(volume, spec):
+    name, values = spec.removeprefix("Name=").split(",Values=")
+    if name.startswith("tag:"):
+        return any(t["Key"] == name[4:] and t["Value"] in values.split(",") for t in volume["Tags"])
+    assert name == "status", name
+    return volume["State"] in values.split(",")
+
+with open(os.environ["AWS_VOLUMES"]) as f:
+    volumes = json.load(f)
+answer = {"Volumes": [v for v in volumes if all(matches(v, spec) for spec in filters)]}
+assert options["--output"] == "text"
+for row in jmespath.search(options["--query"], answer):
+    print("\t".join("None" if value is None else str(value) for value in row))
+"""
+
+LEFT_VOLUMES = [
+    _volume(
+        "vol-0a1",
+        500,
+        "available",
+        {
+            STACK_TAG: "dev",
+            "gpu-eks/cluster": "ml-dev",
+            "kubernetes.io/created-for/pvc/namespace": "research",
+            "kubernetes.io/created-for/pvc/name": "checkpoints-0",
+            "kubernetes.io/created-for/pv/name": "pvc-1f2e",
+        },
+    ),
+    _volume("vol-0b2", 100, "available", {STACK_TAG: "dev", "CSIVolumeName": "pvc-9a8b"}),
+    # Not left: a node's root disk still being deleted, and a volume of another stack.
+    _volume("vol-0c3", 200, "in-use", {STACK_TAG: "dev"}),
+    _volume("vol-0d4", 300, "available", {STACK_TAG: "prod", "kubernetes.io/created-for/pvc/name": "x"}),
+]
+
+
+def run_volumes_left(
+    tmp_path: Path, volumes: list[dict[str, Any]], *, fail: bool = False
+) -> tuple[subprocess.CompletedProcess[str], list[str], str]:
+    """Run .github/scripts/volumes-left.sh for dev, as the destroy job does, with the fake AWS CLI."""
+    (tmp_path / "aws.py").write_text(_FAKE_AWS)
+    stand_in(tmp_path / "bin", "aws", f'exec "{sys.executable}" "{tmp_path / "aws.py"}" "$@"\n')
+    (tmp_path / "volumes.json").write_text(json.dumps(volumes))
+    summary = tmp_path / "summary.md"
+    summary.touch()
+    env = {
+        "PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin",
+        "STACK": "dev",
+        "GITHUB_STEP_SUMMARY": str(summary),
+        "AWS_ARGS": str(tmp_path / "args.json"),
+        "AWS_VOLUMES": str(tmp_path / "volumes.json"),
+        **({"AWS_FAIL": "1"} if fail else {}),
+    }
+    result = run_captured(["bash", *VOLUMES_LEFT.split()[1:]], env=env, cwd=ROOT)
+    return result, json.loads((tmp_path / "args.json").read_text()), summary.read_text()
+
+
+def test_the_volumes_a_destroy_left_are_a_warning_and_a_table(tmp_path: Path) -> None:
+    result, args, summary = run_volumes_left(tmp_path, LEFT_VOLUMES)
+    assert result.returncode == 0, result.stderr
+    # In the stack file's region, whatever region the job's credentials default to.
+    dev = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
+    assert args[args.index("--region") + 1] == dev["config"]["aws:region"]
+    assert result.stdout.startswith(
+        "::warning title=2 EBS volumes left::dev's workloads left 2 detached EBS volumes (600 GiB)"
+    )
+    assert summary.splitlines()[0] == "### EBS volumes dev's workloads left (2, 600 GiB)"
+    assert summary.splitlines()[-2:] == [
+        "| vol-0a1 | 500 | research | checkpoints-0 |",
+        "| vol-0b2 | 100 | - | - |",
+    ]
+
+
+def test_a_destroy_that_left_no_volume_says_so(tmp_path: Path) -> None:
+    result, _, summary = run_volumes_left(tmp_path, LEFT_VOLUMES[2:])
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "no detached EBS volume of dev is left\n"
+    assert summary == ""
+
+
+def test_a_failed_lookup_warns_with_the_command_and_keeps_the_destroy_green(tmp_path: Path) -> None:
+    result, _, summary = run_volumes_left(tmp_path, LEFT_VOLUMES, fail=True)
+    assert result.returncode == 0
+    assert result.stdout.startswith("::warning title=Volumes not checked::listing dev's detached EBS volumes")
+    assert "UnauthorizedOperation" in result.stdout
+    assert "run: aws ec2 describe-volumes --region us-west-2 --filters Name=tag:gpu-eks/stack,Values=dev" in (
+        result.stdout
+    )
+    assert summary == ""
 
 
 # --- the offline plan in the PR workflow ------------------------------------------------------------
