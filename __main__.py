@@ -18,6 +18,7 @@ from components.node_pools import NodePools, pool_contract
 from components.observability.component import Observability, stack_targets
 from components.smoke_test import SmokeTest
 from components.storage import BlockStorage
+from components.teams import Teams, team_contract
 from config.errors import ConfigError
 from config.stack import load_stack_config, zone_problems
 
@@ -142,6 +143,11 @@ if config.node_overlays:
         provider=cluster.provider,
         karpenter=[karpenter.crd_release, karpenter.controller_release],
     )
+teams = (
+    Teams(teams=config.teams, cluster=cluster, partition=config.partition, tags=tags)
+    if config.teams
+    else None
+)
 if config.cost.monthly_budget_usd is not None:
     CostBudget(
         "cost-budget",
@@ -185,5 +191,6 @@ contract.export(
         "gpuToleration": contract.GPU_TOLERATION.model_dump(mode="json", by_alias=True, exclude_none=True),
         "gpuOperatorNamespace": gpu_operator.namespace,
         "monitoring": observability.contract() if observability else None,
+        "teams": [team_contract(t, teams.namespaces[t.name]) for t in config.teams] if teams else [],
     }
 )

@@ -133,6 +133,9 @@ class AccessGrant:
     policy: str
     previous_name: str | None = None
     """The suffix earlier versions used (by list position); an alias moves that state to `name`."""
+    was_team_role: bool = False
+    """The role may have been a team's before (`adminRoleArns` and teams are both lists of people): its
+    entry aliases the one the Teams component had for it (`team_entry_alias`)."""
 
 
 def access_grants(config: ClusterConfig) -> list[AccessGrant]:
@@ -143,7 +146,11 @@ def access_grants(config: ClusterConfig) -> list[AccessGrant]:
         # never replaces this entry (a create-first replacement would collide with the old entry of the
         # same principal).
         AccessGrant(
-            f"admin-{principal_label(arn)}", arn, CLUSTER_ADMIN_POLICY, previous_name=f"admin-{index}"
+            admin_grant_name(arn),
+            arn,
+            CLUSTER_ADMIN_POLICY,
+            previous_name=f"admin-{index}",
+            was_team_role=True,
         )
         for index, arn in enumerate(config.admin_role_arns)
     ]
@@ -160,6 +167,30 @@ def principal_label(arn: str) -> str:
     """`<account>-<name>` of an IAM principal ARN: a name for its access entry that stays the same when
     principals are added to or removed from the list around it (role names are unique per account)."""
     return f"{arn.split(':')[4]}-{arn.rsplit('/', 1)[-1]}"
+
+
+TEAMS_COMPONENT = ("gpu-eks:teams:Teams", "teams")
+"""Type and name of the component holding the teams' access entries (`components.teams`)."""
+
+
+def team_entry_name(arn: str) -> str:
+    """The resource name of a team role's access entry (one per role, whatever its teams)."""
+    return f"{TEAMS_COMPONENT[1]}-{principal_label(arn)}"
+
+
+def admin_grant_name(arn: str) -> str:
+    """The name suffix of an admin role's access entry and policy association."""
+    return f"admin-{principal_label(arn)}"
+
+
+def team_entry_alias(arn: str) -> pulumi.Alias:
+    """Where a role's access entry was while the role belonged to a team. EKS allows one access entry per
+    principal, and the engine creates a new resource before it deletes the old one, so a role moving between
+    `adminRoleArns` and a team keeps its one entry (aliases make it the same resource), and only its policy
+    associations are created and deleted."""
+    kind, name = TEAMS_COMPONENT
+    teams = f"urn:pulumi:{pulumi.get_stack()}::{pulumi.get_project()}::{kind}::{name}"
+    return pulumi.Alias(name=team_entry_name(arn), parent=teams)
 
 
 def kubeconfig_endpoint(kubeconfig: dict[str, Any]) -> str:
@@ -358,17 +389,16 @@ class Cluster(pulumi.ComponentResource):
             for rule in api_access_rules(config.endpoint)
         ]
         for grant in access_grants(config):
-            grant_opts = pulumi.ResourceOptions(
-                parent=self,
-                aliases=[pulumi.Alias(name=f"{name}-{grant.previous_name}")] if grant.previous_name else None,
-            )
+            previous = [pulumi.Alias(name=f"{name}-{grant.previous_name}")] if grant.previous_name else []
+            grant_opts = pulumi.ResourceOptions(parent=self, aliases=previous)
+            moved = [team_entry_alias(grant.principal_arn)] if grant.was_team_role else []
             entry = aws.eks.AccessEntry(
                 f"{name}-{grant.name}",
                 cluster_name=self.name,
                 principal_arn=grant.principal_arn,
                 type="STANDARD",
                 tags=tags,
-                opts=grant_opts,
+                opts=pulumi.ResourceOptions(parent=self, aliases=[*previous, *moved]),
             )
             association = aws.eks.AccessPolicyAssociation(
                 f"{name}-{grant.name}",
@@ -482,6 +512,11 @@ class Cluster(pulumi.ComponentResource):
                 "securityGroupId": self.security_group_id,
             }
         )
+
+    def admin_entry_alias(self, arn: str) -> pulumi.Alias:
+        """Where a role's access entry was while the role was in `adminRoleArns` (see `team_entry_alias`
+        for the way back)."""
+        return pulumi.Alias(name=f"{self.pulumi_resource_name}-{admin_grant_name(arn)}", parent=self)
 
     def _addon(
         self,

@@ -44,9 +44,11 @@ from config.observability import ObservabilityConfig
 from config.operation import Operation, current_operation
 from config.production import production_stacks
 from config.smoke_test import SmokeTestConfig
+from config.teams import TeamConfig
 from config.types import AwsProfile, AwsRegion, documentation_range
 from facts.aws_provider import provider_config_keys
 from facts.instance_types import instance_types
+from facts.kubernetes import RESERVED_NAMESPACE_PREFIX, SYSTEM_NAMESPACES
 from facts.partitions import Partition, partition_of_arn, partition_of_region
 from facts.placeholders import documentation_account, documentation_domain
 from facts.pricing import HOURS_PER_MONTH, on_demand_prices
@@ -91,6 +93,9 @@ class StackConfig(ConfigModel):
     cost: CostConfig = CostConfig()
     """What the stack may spend: a cap on the node pools' worst case (checked before anything is created,
     and by the policy pack), and an optional monthly AWS budget on the stack's cost-allocation tag."""
+    teams: tuple[TeamConfig, ...] = ()
+    """ML teams: each gets a namespace of its name (Pod Security level, optional GPU quota) and EKS access
+    entries that let its IAM roles work in that namespace only. A list; each item is one team."""
 
     @property
     def gpu_pools(self) -> tuple[NodePoolConfig, ...]:
@@ -364,7 +369,7 @@ def _placeholders(config: StackConfig) -> list[ConfigProblem]:
     ]
     roles = [
         ConfigProblem(
-            config_key(("cluster", *path)),
+            config_key(path),
             f"is a role of account {account}, an example account of the AWS documentation that no "
             "organization deploys in, so its access entry would let nobody in: put the ARN of your own role "
             "there before pulumi up",
@@ -754,12 +759,17 @@ def _node_api_access_problems(config: StackConfig) -> list[ConfigProblem]:
 
 
 def _access_entry_roles(config: StackConfig) -> list[tuple[tuple[str | int, ...], str | None]]:
-    """(path below `cluster`, ARN) of every role the config gives an access entry."""
+    """(config path, ARN) of every role the config gives an access entry."""
     cluster = config.cluster
     return [
-        *((("adminRoleArns", index), arn) for index, arn in enumerate(cluster.admin_role_arns)),
-        (("automation", "previewRoleArn"), cluster.automation.preview_role_arn),
-        (("automation", "deployRoleArn"), cluster.automation.deploy_role_arn),
+        *((("cluster", "adminRoleArns", index), arn) for index, arn in enumerate(cluster.admin_role_arns)),
+        (("cluster", "automation", "previewRoleArn"), cluster.automation.preview_role_arn),
+        (("cluster", "automation", "deployRoleArn"), cluster.automation.deploy_role_arn),
+        *(
+            (("teams", team_index, "roleArns", index), arn)
+            for team_index, team in enumerate(config.teams)
+            for index, arn in enumerate(team.role_arns)
+        ),
     ]
 
 
@@ -771,11 +781,11 @@ def _role_partition_problems(config: StackConfig) -> list[ConfigProblem]:
     for path, arn in _access_entry_roles(config):
         if arn is None:
             continue
-        partition = partition_of_arn(arn, argument=config_key(("cluster", *path)))
+        partition = partition_of_arn(arn, argument=config_key(path))
         if partition != config.partition:
             problems.append(
                 ConfigProblem(
-                    config_key(("cluster", *path)),
+                    config_key(path),
                     f"is a role of the {partition} partition, but aws:region {config.region} is in "
                     f"{config.partition}: roles never cross partitions, so it could never sign in to this "
                     f"cluster; use a role ARN of the form arn:{config.partition}:iam::<account>:role/<name>",
@@ -783,6 +793,93 @@ def _role_partition_problems(config: StackConfig) -> list[ConfigProblem]:
                     True,
                 )
             )
+    return problems
+
+
+def used_namespaces(config: StackConfig) -> dict[str, str]:
+    """Namespace -> who uses it: the cluster's own, and those of what this configuration installs (each
+    with the key that names it), so no team's namespace is shared with them."""
+    used = dict.fromkeys(SYSTEM_NAMESPACES, "a namespace every Kubernetes cluster has")
+    installed: list[tuple[bool, tuple[str, ...], str, str]] = [
+        (
+            bool(config.smoke_test.enabled),
+            ("smokeTest", "namespace"),
+            config.smoke_test.namespace,
+            "the smoke test",
+        ),
+        (
+            bool(config.gpu_pools),
+            ("gpuNodeGuard", "namespace"),
+            config.gpu_node_guard.namespace,
+            "the GPU node guard",
+        ),
+        (
+            config.observability.enabled,
+            ("observability", "namespace"),
+            config.observability.namespace,
+            "observability",
+        ),
+        (True, ("gpuOperator", "namespace"), config.gpu_operator.namespace, "the GPU Operator"),
+        (True, ("karpenter", "namespace"), config.karpenter.namespace, "Karpenter"),
+    ]
+    for installs, path, namespace, what in installed:
+        if installs:
+            used.setdefault(namespace, f"the namespace of {what} ({config_key(path)})")
+    return used
+
+
+def _team_problems(config: StackConfig) -> list[ConfigProblem]:
+    """Team names are unique namespaces of their own; their roles have no other access entry (admins and
+    automation roles are cluster-admin already, and EKS allows one entry per principal)."""
+    problems = []
+    used = used_namespaces(config)
+    seen: dict[str, int] = {}
+    cluster = config.cluster
+    elsewhere = {
+        **{arn: f"gpu-eks:cluster.adminRoleArns[{i}]" for i, arn in enumerate(cluster.admin_role_arns)},
+        **{
+            arn: config_key(("cluster", "automation", key))
+            for key, arn in (
+                ("previewRoleArn", cluster.automation.preview_role_arn),
+                ("deployRoleArn", cluster.automation.deploy_role_arn),
+            )
+            if arn is not None
+        },
+    }
+    for index, team in enumerate(config.teams):
+        key = config_key(("teams", index, "name"))
+        if team.name in seen:
+            problems.append(
+                ConfigProblem(
+                    key,
+                    f"is already the name of teams[{seen[team.name]}]; team names must be unique",
+                    team.name,
+                    True,
+                )
+            )
+        seen.setdefault(team.name, index)
+        if team.name in used or team.name.startswith(RESERVED_NAMESPACE_PREFIX):
+            why = used.get(team.name, "a name Kubernetes reserves for its own namespaces (kube-*)")
+            problems.append(
+                ConfigProblem(
+                    key,
+                    f"is {why}; a team's namespace must be its own: choose another name",
+                    team.name,
+                    True,
+                )
+            )
+        for role_index, arn in enumerate(team.role_arns):
+            if arn in elsewhere:
+                problems.append(
+                    ConfigProblem(
+                        config_key(("teams", index, "roleArns", role_index)),
+                        f"is also listed as {elsewhere[arn]}, hence cluster-admin already, and EKS allows "
+                        "one access entry per role: list it in one place only (in the team, to narrow its "
+                        "access)",
+                        arn,
+                        True,
+                    )
+                )
     return problems
 
 
@@ -954,6 +1051,7 @@ CROSS_SECTION_CHECKS: tuple[tuple[str, Callable[[StackConfig], list[ConfigProble
     ("observability", _observability_problems),
     ("nodePools", _node_pool_problems),
     ("smokeTest", _smoke_test_problems),
+    ("teams", _team_problems),
     ("cost", _cost_problems),
     ("cost", _cost_cap_problems),
 )

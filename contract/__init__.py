@@ -90,6 +90,23 @@ class Monitoring(_Contract):
     messages carry a `severity` attribute (`critical`, `warning`)."""
 
 
+class Team(_Contract):
+    """An ML team's namespace and who may work in it (`gpu-eks:teams`)."""
+
+    name: str
+    namespace: str
+    """The team's namespace (its name): its roles' access ends at it."""
+    role_arns: list[str]
+    """IAM roles with an EKS access entry scoped to the namespace."""
+    access: Literal["view", "edit", "admin"]
+    """The roles' access policy there: AmazonEKSViewPolicy, AmazonEKSEditPolicy or AmazonEKSAdminPolicy."""
+    gpu_quota: int | None = None
+    """At most this many `nvidia.com/gpu` requested at once in the namespace (in the pool's units: slices on
+    a time-sliced pool); None without a quota."""
+    pod_security: Literal["privileged", "baseline", "restricted"]
+    """The Pod Security Standard the namespace enforces."""
+
+
 class StackOutputs(_Contract):
     """Every output of a gpu-eks stack."""
 
@@ -122,6 +139,8 @@ class StackOutputs(_Contract):
     gpu_operator_namespace: str
     monitoring: Monitoring | None = None
     """Metrics and dashboards, None without an observability backend."""
+    teams: list[Team] = Field(default_factory=list)
+    """The ML teams' namespaces, in config order."""
 
 
 OUTPUT_NAMES: tuple[str, ...] = tuple(f.alias or n for n, f in StackOutputs.model_fields.items())

@@ -36,6 +36,31 @@ maps to the namespaced `admin` role and the view policies grant no writes (EKS u
 policy permissions": https://docs.aws.amazon.com/eks/latest/userguide/access-policy-permissions.html)."""
 
 
+NamespaceAccess = Literal["view", "edit", "admin"]
+"""What a team may do in its namespaces (`gpu-eks:teams[].access`)."""
+
+NAMESPACE_ACCESS_POLICIES: Final[dict[str, str]] = {
+    "view": "AmazonEKSViewPolicy",
+    "edit": "AmazonEKSEditPolicy",
+    "admin": "AmazonEKSAdminPolicy",
+}
+"""The EKS access policy of each team access level, associated with a `namespace` access scope. From the EKS
+user guide, "Review access policy permissions" (https://docs.aws.amazon.com/eks/latest/userguide/
+access-policy-permissions.html), which says their rules are "similar to the permissions in the Kubernetes
+user-facing cluster roles" (https://kubernetes.io/docs/reference/access-authn-authz/rbac/#user-facing-roles):
+
+- `AmazonEKSViewPolicy` ("view most Kubernetes resources"), like `view`: reads workloads, Services,
+  ConfigMaps, Events and logs, never Secrets;
+- `AmazonEKSEditPolicy` ("edit most Kubernetes resources"), like `edit`: creates, changes and deletes
+  workloads, Services, ConfigMaps, Secrets and PersistentVolumeClaims, execs into pods; no Roles or
+  RoleBindings;
+- `AmazonEKSAdminPolicy` ("most permissions to resources"), like `admin`: `edit` plus Roles and RoleBindings
+  in the namespace (so it may hand its own access to service accounts and other principals).
+
+None of them writes the namespace itself or its ResourceQuota, and none reaches cluster-scoped objects
+(nodes, CRDs, NodePools)."""
+
+
 def cluster_access_policy_arn(partition: Partition, policy: str) -> str:
     """`arn:<partition>:eks::aws:cluster-access-policy/<policy>` (`aws eks list-access-policies`)."""
     return f"arn:{check_partition(partition)}:eks::aws:cluster-access-policy/{policy}"

@@ -30,6 +30,12 @@ PULUMI_K8S: Final = "pulumi/pulumi-kubernetes"
 PULUMI_K8S_REF: Final = "94977969d64112b04e19945818a7d5d5f38f631d"
 PULUMI_EKS_REF: Final = "7bf0c1b179932ce51cb02dfc4f9bd0d7550cb0cd"
 K8S_FORCE_NEW: Final = "provider/pkg/provider/diff.go"
+K8S_CREATE_REFUSES_EXISTING: Final = (
+    "pulumi-kubernetes creates objects client-side since v4.29.0 (pulumi/pulumi-kubernetes#4278), so a "
+    "create of an object that exists already fails with AlreadyExists unless the provider sets "
+    "upsertExistingObjects (off by default; the 4.34.2 SDK's `Provider` docstring)"
+)
+"""Why a Kubernetes object left in the cluster (a retained namespace) blocks declaring it anew."""
 KARPENTER_CRDS: Final = (
     "aws/karpenter-provider-aws pkg/apis/crds @ v1.14.1 (tests/fixtures/karpenter-1.14.1/crds)"
 )
@@ -487,6 +493,7 @@ REPLACEMENT: Final[dict[str, Replacement]] = {
         identity=("name", "namespace"),
     ),
     "kubernetes:core/v1:Namespace": _k8s(),
+    "kubernetes:core/v1:ResourceQuota": _k8s("spec.scopes"),
     "kubernetes:core/v1:ServiceAccount": _k8s(),
     "kubernetes:core/v1:Service": _k8s("spec.clusterIP"),
     "kubernetes:core/v1:ConfigMap": _k8s(

@@ -48,6 +48,7 @@ from facts.quantity import parse_quantity
 from facts.replacement import (
     CHARTS,
     CLUSTER_SUBNET_ZONES,
+    K8S_CREATE_REFUSES_EXISTING,
     K8S_DEFAULT_DELETE_TIMEOUT_SECONDS,
     Replacement,
     chart_of,
@@ -70,6 +71,7 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
 NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
 JOB = "kubernetes:batch/v1:Job"
+NAMESPACE = "kubernetes:core/v1:Namespace"
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
 REQUIREMENTS = "spec.template.spec.requirements"
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
@@ -110,6 +112,8 @@ class Resource:
     """Key of the explicit provider resource, if any."""
     delete_before_replace: bool = False
     protect: bool = False
+    retain_on_delete: bool = False
+    """Deleting it only drops it from the state: the object stays where it is."""
     ignore_changes: tuple[str, ...] = ()
     property_dependencies: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """Input name -> keys of the resources its value comes from (known for program runs only)."""
@@ -245,6 +249,7 @@ def state_of_run(run: ProgramRun, label: str) -> State:
             provider=providers.get(r.provider) if r.provider else None,
             delete_before_replace=r.delete_before_replace,
             protect=r.protect,
+            retain_on_delete=r.retain_on_delete,
             ignore_changes=tuple(r.ignore_changes),
             property_dependencies={
                 prop: tuple(_key_of_urn(u) for u in urns) for prop, urns in r.property_dependencies.items()
@@ -286,6 +291,7 @@ def state_of_snapshot(resources_yaml: str, label: str, outputs_yaml: str = "") -
             provider=providers.get(e["provider"]) if e.get("provider") else None,
             delete_before_replace=bool(e.get("deleteBeforeReplace")),
             protect=bool(e.get("protect")),
+            retain_on_delete=bool(e.get("retainOnDelete")),
             ignore_changes=tuple(e.get("ignoreChanges") or ()),
             delete_timeout=(e.get("customTimeouts") or {}).get("delete"),
             dependencies=tuple(key(d) for d in e.get("dependsOn") or () if d in by_short),
@@ -896,6 +902,68 @@ def _crd_findings(step: Step, old: Resource) -> list[Finding]:
     ]
 
 
+def _recreate_collision_findings(change: Change) -> list[Finding]:
+    """A created resource naming the same physical resource as a deleted one (an access entry of the same
+    principal, say): the engine creates before it deletes, so the create collides with the old one."""
+    replaced = {k for k, s in change.steps.items() if s.op == "replace"}
+    deleted = [(change.old(k), s) for k, s in change.of("delete")]
+    findings = []
+    for key, step in change.of("create"):
+        new = change.after.resources[key]
+        identity = replacement_facts(new.type).identity
+        tops = {re.split(r"[.\[]", p)[0] for p in identity}
+        if not identity or any(d in replaced for t in tops for d in new.property_dependencies.get(t, ())):
+            continue
+        values = [_value(new.inputs, p) for p in identity]
+        for old, old_step in deleted:
+            if (
+                old.type == new.type
+                and None not in values
+                and values == [_value(old.inputs, p) for p in identity]
+            ):
+                findings.append(
+                    Finding(
+                        f"{_where(step)} has the {', '.join(identity)} of {_where(old_step)}: `pulumi up` "
+                        "creates before it deletes, so the create collides with the old one (for an access "
+                        "entry EKS answers ResourceInUseException: one entry per principal). Make it two "
+                        "changes: remove the old one and `pulumi up`, then add the new one and `pulumi up`",
+                        blocking=True,
+                    )
+                )
+    return findings
+
+
+def _retained_findings(change: Change) -> list[Finding]:
+    """A retained resource (`retain_on_delete`) outlives its removal from the program; declared anew, it
+    collides with what was left."""
+    findings = []
+    for key, step in change.of("delete"):
+        old = change.old(key)
+        if not old.retain_on_delete:
+            continue
+        name = _value(old.inputs, "metadata.name")
+        what = (
+            f"namespace {name} stays in the cluster with everything in it: workloads keep running (and "
+            "holding their GPUs), PersistentVolumeClaims keep their volumes. To remove them: `kubectl delete "
+            f"namespace {name}` (volumes of a StorageClass that reclaims Delete go with their claims)"
+            if step.type == NAMESPACE
+            else "the object stays where it is"
+        )
+        findings.append(Finding(f"{_where(step)}: retained (retainOnDelete), Pulumi only forgets it; {what}"))
+    for key, step in change.of("create"):
+        new = change.after.resources[key]
+        if new.retain_on_delete and step.type == NAMESPACE:
+            name = _value(new.inputs, "metadata.name")
+            findings.append(
+                Finding(
+                    f"{_where(step)}: if namespace {name} exists already (kept when a team of that name was "
+                    f"removed), the create fails: {K8S_CREATE_REFUSES_EXISTING}. Delete it first, or adopt "
+                    "it with `pulumi import` (docs/operations.md#teams)"
+                )
+            )
+    return findings
+
+
 def _refused_update_findings(change: Change) -> list[Finding]:
     findings = []
     for _, step in change.of("update"):
@@ -1287,8 +1355,10 @@ FINDINGS: tuple[Callable[[Change], list[Finding]], ...] = (
     _kubernetes_version_findings,
     _cluster_zone_findings,
     _replacement_findings,
+    _recreate_collision_findings,
     _refused_update_findings,
     _deletion_findings,
+    _retained_findings,
     _karpenter_findings,
     _job_findings,
     _offering_findings,

@@ -85,6 +85,8 @@ class Registration:
     ignore_changes: list[str]
     delete_before_replace: bool
     outputs: dict[str, Any] = field(default_factory=dict)
+    retain_on_delete: bool = False
+    """Its `retain_on_delete` option: a delete only drops it from the state; the object stays."""
     aliases: list[str] = field(default_factory=list)
     """URNs this resource had before (its `aliases` option): the engine moves their state to it."""
     import_id: str | None = None
@@ -158,6 +160,7 @@ class RecordingMonitor(MockMonitor):
                 protect=bool(request.protect),
                 ignore_changes=list(request.ignoreChanges),
                 delete_before_replace=bool(request.deleteBeforeReplace),
+                retain_on_delete=bool(request.retainOnDelete),
                 outputs=_unwrap(rpc.deserialize_properties(response.object), mask=False),
                 aliases=_alias_urns(request, response.urn),
                 import_id=request.importId or None,

@@ -2,7 +2,8 @@
 
 - `resources.yaml`: every resource: type, name, parent, dependencies, provider, options, inputs (secrets
   masked);
-- `manifests/`: every Kubernetes object declared directly (NodePools, EC2NodeClasses, workloads) as YAML;
+- `manifests/`: every Kubernetes object declared directly (NodePools, EC2NodeClasses, workloads) as YAML,
+  one file per `<kind>-<namespace>-<name>` (no namespace for cluster-scoped kinds);
 - `helm/`: each Helm release's chart, version and values;
 - `iam/`: each IAM and resource policy document as pretty JSON.
 """
@@ -83,6 +84,8 @@ def _resource_entry(resource: Registration) -> dict[str, Any]:
         entry["ignoreChanges"] = sorted(resource.ignore_changes)
     if resource.delete_before_replace:
         entry["deleteBeforeReplace"] = True
+    if resource.retain_on_delete:
+        entry["retainOnDelete"] = True
     if resource.aliases:
         entry["aliases"] = sorted(short(a) for a in resource.aliases)
     if resource.import_id:
@@ -116,8 +119,11 @@ def render(run: ProgramRun) -> dict[str, str]:
             manifest = {
                 k: inputs[k] for k in ("apiVersion", "kind", "metadata", "spec", "data") if k in inputs
             }
-            name = (inputs.get("metadata") or {}).get("name") or resource.name
-            files[f"manifests/{_file_name(str(inputs.get('kind', '')), name)}.yaml"] = to_yaml(
+            metadata = inputs.get("metadata") or {}
+            name = metadata.get("name") or resource.name
+            # The namespace too: objects of one kind and name in two namespaces (the teams' `gpu` quotas).
+            where = str(metadata.get("namespace") or "")
+            files[f"manifests/{_file_name(str(inputs.get('kind', '')), where, name)}.yaml"] = to_yaml(
                 {k: sorted_keys(v) for k, v in manifest.items()}
             )
         elif resource.type in POLICY_INPUTS and isinstance(inputs.get(POLICY_INPUTS[resource.type]), str):

@@ -299,26 +299,39 @@ def test_pulumi_eks_child_urn() -> None:
 
 def test_admin_and_automation_access_entries(prod: ProgramRun) -> None:
     entries = {
-        e.name: e for e in prod.of_type("aws:eks/accessEntry:AccessEntry") if e.name != "karpenter-node"
+        e.name: e
+        for e in prod.of_type("aws:eks/accessEntry:AccessEntry")
+        if e.name != "karpenter-node" and "gpu-eks:cluster:Cluster$" in e.urn
     }
     # By name, not registration order: entries register once the cluster name resolves, in no set order.
     # Admins are named after the principal (not their position in the list), with the position-named alias
-    # of old; the CI roles after their purpose.
+    # of old and the alias of the entry the Teams component has for the role when it is a team's (so the
+    # role moves between the two keeping its one entry); the CI roles after their purpose.
     assert {
         name: (e.inputs["principalArn"], [short(a) for a in e.aliases]) for name, e in entries.items()
     } == {
         "cluster-admin-111122223333-platform-admin": (
             "arn:aws:iam::111122223333:role/platform-admin",
-            ["aws:eks/accessEntry:AccessEntry::cluster-admin-0"],
+            [
+                "aws:eks/accessEntry:AccessEntry::cluster-admin-0",
+                "aws:eks/accessEntry:AccessEntry::teams-111122223333-platform-admin",
+            ],
         ),
         "cluster-admin-111122223333-platform-break-glass": (
             "arn:aws:iam::111122223333:role/platform-break-glass",
-            ["aws:eks/accessEntry:AccessEntry::cluster-admin-1"],
+            [
+                "aws:eks/accessEntry:AccessEntry::cluster-admin-1",
+                "aws:eks/accessEntry:AccessEntry::teams-111122223333-platform-break-glass",
+            ],
         ),
         "cluster-automation-preview": ("arn:aws:iam::111122223333:role/gpu-eks-prod-preview", []),
     }
     assert {e.inputs["type"] for e in entries.values()} == {"STANDARD"}
-    associations = prod.of_type("aws:eks/accessPolicyAssociation:AccessPolicyAssociation")
+    associations = [
+        a
+        for a in prod.of_type("aws:eks/accessPolicyAssociation:AccessPolicyAssociation")
+        if "gpu-eks:cluster:Cluster$" in a.urn
+    ]
     assert {a.name for a in associations} == set(entries)
     for association in associations:
         assert association.inputs["policyArn"] == (
@@ -344,6 +357,7 @@ def test_access_grants_give_both_ci_roles_cluster_admin() -> None:
             "arn:aws:iam::111122223333:role/admin",
             "AmazonEKSClusterAdminPolicy",
             previous_name="admin-0",
+            was_team_role=True,
         ),
         AccessGrant(
             "automation-preview", "arn:aws:iam::111122223333:role/preview", "AmazonEKSClusterAdminPolicy"

@@ -140,7 +140,8 @@ def test_unknown_section_is_refused() -> None:
     assert str(caught.value.problems[0]) == (
         """gpu-eks:clustr = '{"name": "x"}': is no section of gpu-eks (sections: aws:profile, aws:region, """
         "gpu-eks:cluster, gpu-eks:cost, gpu-eks:efaDevicePlugin, gpu-eks:gpuNodeGuard, gpu-eks:gpuOperator, "
-        "gpu-eks:karpenter, gpu-eks:network, gpu-eks:nodePools, gpu-eks:observability, gpu-eks:smokeTest); "
+        "gpu-eks:karpenter, gpu-eks:network, gpu-eks:nodePools, gpu-eks:observability, gpu-eks:smokeTest, "
+        "gpu-eks:teams); "
         "did you mean "
         "gpu-eks:cluster?"
     )

@@ -23,6 +23,8 @@ PROD_PLACEHOLDERS = [
     "gpu-eks:cluster.adminRoleArns[0]",
     "gpu-eks:cluster.adminRoleArns[1]",
     "gpu-eks:cluster.automation.previewRoleArn",
+    "gpu-eks:teams[0].roleArns[0]",
+    "gpu-eks:teams[1].roleArns[0]",
     "gpu-eks:observability.alerting.emailSubscriptions[0]",
     "gpu-eks:observability.alerting.heartbeatUrl",
 ]
@@ -37,9 +39,9 @@ def test_a_preview_of_the_committed_prod_warns_of_each_placeholder_by_key() -> N
     result = stack_run("prod")
     assert keys_of_warnings(result.warnings) == PROD_PLACEHOLDERS
     assert "put your runner's egress address there before pulumi up" in result.warnings[0]
-    for warning in result.warnings[1:4]:
+    for warning in result.warnings[1:6]:
         assert "is a role of account 111122223333, an example account of the AWS documentation" in warning
-    for warning in result.warnings[4:]:
+    for warning in result.warnings[6:]:
         assert "lies under example.com, a domain reserved for examples" in warning
     assert result.of_type("eks:index:Cluster")
 
@@ -48,7 +50,14 @@ def test_a_preview_of_the_committed_prod_warns_of_each_placeholder_by_key() -> N
     ("stack", "expected"),
     [
         ("prod", PROD_PLACEHOLDERS),
-        ("dev", ["gpu-eks:cluster.adminRoleArns[0]", "gpu-eks:cluster.automation.previewRoleArn"]),
+        (
+            "dev",
+            [
+                "gpu-eks:cluster.adminRoleArns[0]",
+                "gpu-eks:cluster.automation.previewRoleArn",
+                "gpu-eks:teams[0].roleArns[0]",
+            ],
+        ),
     ],
 )
 def test_the_same_configuration_is_refused_as_an_up_before_any_resource(
@@ -74,7 +83,14 @@ def test_an_up_with_real_values_goes_ahead() -> None:
         "emailSubscriptions": ["ml-oncall@corp.acme.io"],
         "heartbeatUrl": "https://hc-ping.com/3f1c2b7e-8d4a-4e6b-9a0f-5c2d1e7b8a90",
     }
-    changed = {"gpu-eks:cluster": json.dumps(cluster), "gpu-eks:observability": json.dumps(observability)}
+    teams = json.loads(values["gpu-eks:teams"])
+    for team in teams:
+        team["roleArns"] = [arn.replace("111122223333", OWN_ACCOUNT) for arn in team["roleArns"]]
+    changed = {
+        "gpu-eks:cluster": json.dumps(cluster),
+        "gpu-eks:observability": json.dumps(observability),
+        "gpu-eks:teams": json.dumps(teams),
+    }
     result = run_program({**values, **changed}, stack="prod", operation="up")
     assert result.warnings == []
     assert result.of_type("eks:index:Cluster")
@@ -107,12 +123,14 @@ def test_every_documentation_account_is_a_placeholder_in_every_role_key(account:
             "deployRoleArn": f"arn:aws:iam::{account}:role/deploy",
         },
     }
+    teams = [{"name": "research", "roleArns": [f"arn:aws:iam::{account}:role/research"]}]
     with pytest.raises(ConfigError) as refused:
-        run_program(config(cluster=cluster), operation="up")
+        run_program(config(cluster=cluster, teams=teams), operation="up")
     assert [p.key for p in refused.value.problems] == [
         "gpu-eks:cluster.adminRoleArns[0]",
         "gpu-eks:cluster.automation.previewRoleArn",
         "gpu-eks:cluster.automation.deployRoleArn",
+        "gpu-eks:teams[0].roleArns[0]",
     ]
     assert documentation_account(f"arn:aws-cn:iam::{account}:role/x") == account
     assert documentation_account(f"arn:aws:iam::{OWN_ACCOUNT}:role/x") is None

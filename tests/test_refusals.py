@@ -745,3 +745,148 @@ def test_a_service_monitor_opt_out_with_a_backend_is_declared() -> None:
     )
     release = result.one("kubernetes:helm.sh/v3:Release", "gpu-operator")
     assert release.inputs["values"]["dcgmExporter"]["serviceMonitor"] == {"enabled": False}
+
+
+# --- teams ---------------------------------------------------------------------------------------------
+
+TEAM_ROLE = "arn:aws:iam::444455556666:role/ml-research"
+
+
+def team(**changes: Any) -> dict[str, Any]:
+    return {"name": "research", "roleArns": [TEAM_ROLE], **changes}
+
+
+@pytest.mark.parametrize(
+    ("sections", "expected"),
+    [
+        (
+            {"teams": [team(name="Research")]},
+            "gpu-eks:teams[0].name = 'Research': must be a DNS-1123 label: lower-case letters, digits and "
+            "'-', letter or digit at both ends",
+        ),
+        ({"teams": [team(name="a" * 64)]}, "gpu-eks:teams[0].name = 'aaaaaaaa"),
+        (
+            {"teams": [team(roleArns=[])]},
+            "gpu-eks:teams[0].roleArns = []: must list at least one role: a team without one gives nobody "
+            "access",
+        ),
+        (
+            {"teams": [team(roleArns=["arn:aws:iam::444455556666:user/ml"])]},
+            "gpu-eks:teams[0].roleArns[0] = 'arn:aws:iam::444455556666:user/ml': must be an IAM role ARN "
+            "such as arn:aws:iam::111122223333:role/platform-admin",
+        ),
+        (
+            {"teams": [team(roleArns=["arn:aws:iam::444455556666:role/a"] * 2)]},
+            "gpu-eks:teams[0].roleArns = ['arn:aws:iam::444455556666:role/a', "
+            "'arn:aws:iam::444455556666:role/a']: lists arn:aws:iam::444455556666:role/a more than once",
+        ),
+        (
+            {"teams": [team(access="write")]},
+            "gpu-eks:teams[0].access = 'write': must be 'view', 'edit' or 'admin'",
+        ),
+        (
+            {"teams": [team(gpuQuota=-1)]},
+            "gpu-eks:teams[0].gpuQuota = -1: must be greater than or equal to 0",
+        ),
+        (
+            {"teams": [team(gpuQuota="8")]},
+            "gpu-eks:teams[0].gpuQuota = '8': must be a whole number, unquoted (8, not \"8\")",
+        ),
+        (
+            {"teams": [team(podSecurity="strict")]},
+            "gpu-eks:teams[0].podSecurity = 'strict': must be 'privileged', 'baseline' or 'restricted'",
+        ),
+        (
+            {"teams": [team(quota=3)]},
+            "gpu-eks:teams[0].quota = 3: unknown key, did you mean gpuQuota? Accepted keys: name, roleArns, "
+            "access, gpuQuota, podSecurity",
+        ),
+        (
+            {"teams": [team(), team(access="view")]},
+            "gpu-eks:teams[1].name = 'research': is already the name of teams[0]; team names must be unique",
+        ),
+    ],
+)
+def test_team_entries_are_refused_in_the_words_of_the_stack_file(
+    sections: dict[str, Any], expected: str
+) -> None:
+    line = refused(**sections)
+    assert line.startswith(expected), line
+
+
+@pytest.mark.parametrize(
+    ("name", "sections", "why"),
+    [
+        ("kube-system", {}, "is a namespace every Kubernetes cluster has"),
+        ("default", {}, "is a namespace every Kubernetes cluster has"),
+        ("kube-flow", {}, "is a name Kubernetes reserves for its own namespaces (kube-*)"),
+        ("gpu-operator", {}, "is the namespace of the GPU Operator (gpu-eks:gpuOperator.namespace)"),
+        (
+            "ml-gpu",
+            {"gpuOperator": {"namespace": "ml-gpu"}},
+            "is the namespace of the GPU Operator (gpu-eks:gpuOperator.namespace)",
+        ),
+        (
+            "ml",
+            {"karpenter": {"namespace": "ml"}},
+            "is the namespace of Karpenter (gpu-eks:karpenter.namespace)",
+        ),
+        (
+            "monitoring",
+            {"observability": {"backend": "managed"}},
+            "is the namespace of observability (gpu-eks:observability.namespace)",
+        ),
+        (
+            "gpu-node-guard",
+            {"nodePools": [GPU_POOL]},
+            "is the namespace of the GPU node guard (gpu-eks:gpuNodeGuard.namespace)",
+        ),
+        (
+            "gpu-smoke-test",
+            {"nodePools": [GPU_POOL], "smokeTest": {"enabled": True, "nodePool": "gpu-inference"}},
+            "is the namespace of the smoke test (gpu-eks:smokeTest.namespace)",
+        ),
+    ],
+)
+def test_a_team_cannot_take_a_namespace_the_cluster_or_gpu_eks_uses(
+    name: str, sections: dict[str, Any], why: str
+) -> None:
+    line = refused(**sections, teams=[team(name=name)])
+    assert line.startswith(f"gpu-eks:teams[0].name = {name!r}: {why}"), line
+    assert line.endswith("; a team's namespace must be its own: choose another name"), line
+
+
+def test_a_namespace_of_something_not_installed_is_free_for_a_team() -> None:
+    # No observability backend, no GPU pool, no smoke test: their namespaces are not used.
+    run = run_program(
+        config(teams=[team(name=n) for n in ("monitoring", "gpu-node-guard", "gpu-smoke-test")])
+    )
+    namespaces = {
+        r.inputs["metadata"]["name"] for r in run.resources if r.type == "kubernetes:core/v1:Namespace"
+    }
+    assert {"monitoring", "gpu-node-guard", "gpu-smoke-test"} <= namespaces
+
+
+@pytest.mark.parametrize(
+    ("cluster", "where"),
+    [
+        ({"adminRoleArns": [TEAM_ROLE]}, "gpu-eks:cluster.adminRoleArns[0]"),
+        ({"automation": {"previewRoleArn": TEAM_ROLE}}, "gpu-eks:cluster.automation.previewRoleArn"),
+        ({"automation": {"deployRoleArn": TEAM_ROLE}}, "gpu-eks:cluster.automation.deployRoleArn"),
+    ],
+)
+def test_a_team_role_that_is_cluster_admin_already_is_refused(cluster: dict[str, Any], where: str) -> None:
+    line = refused(cluster={"name": "a", **cluster}, teams=[team()])
+    assert line == (
+        f"gpu-eks:teams[0].roleArns[0] = '{TEAM_ROLE}': is also listed as {where}, hence cluster-admin "
+        "already, and EKS allows one access entry per role: list it in one place only (in the team, to "
+        "narrow its access)"
+    )
+
+
+def test_a_team_role_of_another_partition_than_the_region_is_refused() -> None:
+    line = refused("cn-north-1", teams=[team()])
+    assert line.startswith(f"gpu-eks:teams[0].roleArns[0] = '{TEAM_ROLE}': is a role of the aws partition"), (
+        line
+    )
+    assert "use a role ARN of the form arn:aws-cn:iam::<account>:role/<name>" in line

@@ -210,6 +210,23 @@ CASES: dict[str, tuple[dict[str, Any] | str, str, str | None]] = {
         "gpu-eks:karpenter.featureGates.nodeOverlay",
         "_node_pool_problems",
     ),
+    "team-namespace-taken": (
+        stack(teams=[{"name": "gpu-operator", "roleArns": [ROLE]}]),
+        "gpu-eks:teams[0].name = 'gpu-operator': is the namespace of the GPU Operator",
+        "_team_problems",
+    ),
+    "team-role-is-admin": (
+        stack(
+            cluster={"name": "ml", "adminRoleArns": [ROLE]}, teams=[{"name": "research", "roleArns": [ROLE]}]
+        ),
+        "gpu-eks:teams[0].roleArns[0]",
+        "_team_problems",
+    ),
+    "team-role-of-another-partition": (
+        stack(teams=[{"name": "research", "roleArns": [ROLE]}]) | {"aws:region": "cn-north-1"},
+        "gpu-eks:teams[0].roleArns[0]",
+        "_cluster_problems",
+    ),
     "smoke-test-no-pool": (
         stack(smokeTest={"enabled": True, "nodePool": "missing"}),
         "gpu-eks:smokeTest.nodePool",

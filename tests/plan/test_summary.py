@@ -29,7 +29,7 @@ def lines(old: Any, new: Any, paths: list[str] | None = None) -> list[str]:
 
 GPU_OPERATOR = snapshot("prod/helm/gpu-operator.yaml")["values"]
 TRAINING_POOL = snapshot("prod/manifests/NodePool-gpu-training.yaml")
-GUARD = snapshot("prod/manifests/Deployment-gpu-node-guard.yaml")
+GUARD = snapshot("prod/manifests/Deployment-gpu-node-guard-gpu-node-guard.yaml")
 MIG_TOLERATION = {
     "key": "gpu-eks.io/mig-pending",
     "operator": "Equal",

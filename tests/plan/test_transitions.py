@@ -518,6 +518,110 @@ def test_removing_an_admin_role_deletes_its_access_entry_only() -> None:
     ]
 
 
+# --- teams --------------------------------------------------------------------------------------
+
+NAMESPACE = "kubernetes:core/v1:Namespace"
+QUOTA = "kubernetes:core/v1:ResourceQuota"
+PLATFORM_ADMIN = "arn:aws:iam::111122223333:role/platform-admin"
+PLATFORM_ENTRY = "teams-111122223333-platform-admin"
+
+
+def admin_into_team(s: Sections) -> None:
+    s["gpu-eks:cluster"]["adminRoleArns"].remove(PLATFORM_ADMIN)
+    s["gpu-eks:teams"].append({"name": "platform", "roleArns": [PLATFORM_ADMIN], "access": "admin"})
+
+
+def steps(result: Plan) -> list[tuple[str, str, str]]:
+    return [(s.op, s.type, s.name) for s in result.steps]
+
+
+def test_an_admin_role_moved_into_a_team_keeps_its_one_access_entry() -> None:
+    """EKS allows one access entry per principal and the engine creates before it deletes: a new entry
+    under the team's name would be refused (ResourceInUseException) while the admin one exists. The aliases
+    make it the same entry, unchanged; only the policy associations come and go (other policies, so no
+    collision)."""
+    result = transition("prod", admin_into_team)
+    assert steps(result) == [
+        ("delete", ACCESS_POLICY, "cluster-admin-111122223333-platform-admin"),
+        ("create", ACCESS_POLICY, f"{PLATFORM_ENTRY}-admin"),
+        ("create", NAMESPACE, "teams-platform"),
+    ]
+    assert not result.blocking, result.findings
+
+
+def test_a_team_role_moved_back_to_the_admins_keeps_its_one_access_entry() -> None:
+    result = transition("prod", admin_into_team, reverse=True)
+    assert steps(result) == [
+        ("delete", ACCESS_POLICY, f"{PLATFORM_ENTRY}-admin"),
+        ("delete", NAMESPACE, "teams-platform"),
+        ("create", ACCESS_POLICY, "cluster-admin-111122223333-platform-admin"),
+    ]
+    assert not result.blocking, result.findings
+    retained = [f.message for f in result.findings if "retainOnDelete" in f.message]
+    assert retained == [
+        f"delete {NAMESPACE} teams-platform: retained (retainOnDelete), Pulumi only forgets it; namespace "
+        "platform stays in the cluster with everything in it: workloads keep running (and holding their "
+        "GPUs), PersistentVolumeClaims keep their volumes. To remove them: `kubectl delete namespace "
+        "platform` (volumes of a StorageClass that reclaims Delete go with their claims)"
+    ]
+
+
+def test_an_automation_role_moved_into_a_team_in_one_change_is_blocking() -> None:
+    """The automation entries are named by purpose, not by principal, so no alias can carry them over: the
+    plan says to make it two changes."""
+    role = "arn:aws:iam::111122223333:role/gpu-eks-prod-preview"
+
+    def change(s: Sections) -> None:
+        del s["gpu-eks:cluster"]["automation"]
+        s["gpu-eks:teams"].append({"name": "ci", "roleArns": [role]})
+
+    result = transition("prod", change)
+    assert [f.message for f in result.findings if f.blocking] == [
+        f"create {ACCESS_ENTRY} teams-111122223333-gpu-eks-prod-preview has the clusterName, principalArn of "
+        f"delete {ACCESS_ENTRY} cluster-automation-preview: `pulumi up` creates before it deletes, so the "
+        "create collides with the old one (for an access entry EKS answers ResourceInUseException: one entry "
+        "per principal). Make it two changes: remove the old one and `pulumi up`, then add the new one and "
+        "`pulumi up`"
+    ]
+
+
+def test_a_role_joining_a_second_team_rescopes_its_association_delete_first() -> None:
+    """accessScope is force-new: replaced create-first, the old association's delete (same principal and
+    policy) would remove the new one's access."""
+    inference = "arn:aws:iam::111122223333:role/ml-inference"
+    result = transition(
+        "prod",
+        lambda s: s["gpu-eks:teams"].append({"name": "evaluation", "roleArns": [inference], "gpuQuota": 4}),
+    )
+    assert steps(result) == [
+        ("replace", ACCESS_POLICY, "teams-111122223333-ml-inference-edit"),
+        ("create", NAMESPACE, "teams-evaluation"),
+        ("create", QUOTA, "teams-evaluation-gpu"),
+    ]
+    replaced = result.find(ACCESS_POLICY, "teams-111122223333-ml-inference-edit")
+    assert replaced is not None
+    assert replaced.delete_first
+    assert replaced.because == ("accessScope.namespaces",)
+    assert not result.blocking, result.findings
+    assert any(
+        f.message.startswith(f"create {NAMESPACE} teams-evaluation: if namespace evaluation exists already")
+        and "AlreadyExists" in f.message
+        for f in result.findings
+    )
+
+
+def test_removing_a_team_revokes_its_access_and_leaves_its_namespace() -> None:
+    result = transition("prod", lambda s: s["gpu-eks:teams"].pop(0))
+    assert steps(result) == [
+        ("delete", ACCESS_ENTRY, "teams-111122223333-ml-inference"),
+        ("delete", ACCESS_POLICY, "teams-111122223333-ml-inference-edit"),
+        ("delete", NAMESPACE, "teams-inference"),
+        ("delete", QUOTA, "teams-inference-gpu"),
+    ]
+    assert any("namespace inference stays in the cluster" in f.message for f in result.findings)
+    assert not result.blocking
+
+
 # --- what must stand out ------------------------------------------------------------------------
 
 
