@@ -45,7 +45,7 @@ def test_from_config_plans_against_another_stack_file(
     )
     assert main(["plan", "dev", "--from-config", str(older), "--markdown"]) == 0
     markdown = capsys.readouterr().out
-    assert markdown.startswith("### `dev`: 0 create, 1 update, 1 replace, 0 delete (95 unchanged) · pools ")
+    assert markdown.startswith("### `dev`: 0 create, 1 update, 1 replace, 0 delete (99 unchanged) · pools ")
     assert (
         "| update | `kubernetes:karpenter.k8s.aws/v1:EC2NodeClass` | `node-pools-class-gpu-inference` | "
         "`spec.amiSelectorTerms[0].alias: al2023@v20260601 -> al2023@v20260714` |" in markdown
