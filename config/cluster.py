@@ -207,9 +207,10 @@ class ClusterConfig(ConfigModel):
     endpoint: EndpointConfig = EndpointConfig()
     """API endpoint access."""
     admin_role_arns: tuple[IamRoleArn, ...] = ()
-    """IAM roles granted cluster-admin through EKS access entries. The identity that runs `pulumi up` is
-    admin already (pulumi-eks always creates the cluster with the creator's admin access entry), so do not
-    list that role here: EKS refuses a second access entry for the same principal."""
+    """IAM roles granted cluster-admin through EKS access entries: the platform team's. The identity that runs
+    `pulumi up` is admin already (pulumi-eks always creates the cluster with the creator's admin access
+    entry), so do not list that role here: EKS refuses a second access entry for the same principal. ML
+    teams belong in `gpu-eks:teams` (access to their own namespace only), not here."""
     automation: AutomationConfig = AutomationConfig()
     """Access entries for the CI roles that preview and deploy the stack."""
     system_nodes: SystemNodesConfig = SystemNodesConfig()

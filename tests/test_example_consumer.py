@@ -8,7 +8,7 @@ import kubernetes_validate
 import pulumi
 import pytest
 
-from examples.gpu_workload.workload import gpu_job, select_pool
+from examples.gpu_workload.workload import gpu_job, select_pool, team_namespace
 from synth.mocks import AwsMocks
 from synth.runner import ROOT, ProgramRun, RecordingMonitor, run_program
 
@@ -27,10 +27,11 @@ class ConsumerMocks(AwsMocks):
         return super().new_resource(args)
 
 
-def run_consumer(outputs: dict[str, Any], pool: str = "") -> ProgramRun:
+def run_consumer(outputs: dict[str, Any], pool: str = "", team: str = "") -> ProgramRun:
     values = {
         "gpu-workload:gpuEksStack": "acme/gpu-eks/prod",
         **({"gpu-workload:pool": pool} if pool else {}),
+        **({"gpu-workload:team": team} if team else {}),
     }
     return run_program(
         values,
@@ -65,3 +66,13 @@ def test_the_job_passes_the_kubernetes_schema(prod: ProgramRun) -> None:
 def test_an_unknown_pool_is_reported_with_the_pools_there_are(prod: ProgramRun) -> None:
     with pytest.raises(ValueError, match="its GPU pools: gpu-inference, gpu-training"):
         select_pool(prod.outputs["gpuPools"], "gpu-nope")
+
+
+def test_a_team_runs_its_job_in_its_own_namespace(prod: ProgramRun) -> None:
+    """A team's roles may write only in its namespace (gpu-eks:teams): the job goes there."""
+    job = run_consumer(prod.outputs, pool="gpu-training", team="training").one("kubernetes:batch/v1:Job")
+    assert job.inputs["metadata"]["namespace"] == "training"
+    manifest = gpu_job(select_pool(prod.outputs["gpuPools"], "gpu-training"), namespace="training")
+    kubernetes_validate.validate(manifest, "1.35", strict=True)
+    with pytest.raises(ValueError, match="no team 'vision' in the gpu-eks stack's teams; its teams: "):
+        team_namespace(prod.outputs["teams"], "vision")

@@ -12,7 +12,7 @@ import pulumi_kubernetes as k8s
 # `contract` package (and this module) instead of this path tweak.
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from examples.gpu_workload.workload import gpu_job, select_pool
+from examples.gpu_workload.workload import gpu_job, select_pool, team_namespace
 
 config = pulumi.Config()
 gpu_eks = pulumi.StackReference(config.require("gpuEksStack"))
@@ -21,8 +21,12 @@ provider = k8s.Provider(
     "gpu-eks",
     kubeconfig=kubeconfig.apply(lambda kc: kc if isinstance(kc, str) else json.dumps(kc)),
 )
-job: pulumi.Output[dict[str, Any]] = gpu_eks.require_output("gpuPools").apply(
-    lambda pools: gpu_job(select_pool(pools, config.get("pool") or ""))
+# With a team (gpu-eks:teams of the platform stack), the job goes to its namespace: the only one its roles
+# may write to.
+team = config.get("team") or ""
+namespace = gpu_eks.require_output("teams").apply(lambda t: team_namespace(t, team)) if team else None
+job: pulumi.Output[dict[str, Any]] = pulumi.Output.all(gpu_eks.require_output("gpuPools"), namespace).apply(
+    lambda args: gpu_job(select_pool(args[0], config.get("pool") or ""), namespace=args[1])
 )
 k8s.batch.v1.Job(
     "gpu-batch",

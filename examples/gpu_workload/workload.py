@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from contract import GpuPool
+from contract import GpuPool, Team
 
 IMAGE = "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0-ubuntu22.04"
 
@@ -17,14 +17,36 @@ def select_pool(pools: list[dict[str, Any]], name: str = "") -> GpuPool:
     return candidates[0]
 
 
-def gpu_job(pool: GpuPool, *, name: str = "gpu-batch", gpus: int = 1, image: str = IMAGE) -> dict[str, Any]:
-    """A batch Job that lands on `pool`: its node selector, a toleration per taint, the GPU request."""
+def team_namespace(teams: list[dict[str, Any]], name: str) -> str:
+    """The namespace of the gpu-eks team called `name` (its `teams` output): where its roles may work."""
+    parsed = [Team.model_validate(t) for t in teams]
+    found = next((t for t in parsed if t.name == name), None)
+    if found is None:
+        names = ", ".join(t.name for t in parsed) or "none"
+        raise ValueError(f"no team {name!r} in the gpu-eks stack's teams; its teams: {names}")
+    return found.namespace
+
+
+def gpu_job(
+    pool: GpuPool,
+    *,
+    name: str = "gpu-batch",
+    namespace: str | None = None,
+    gpus: int = 1,
+    image: str = IMAGE,
+) -> dict[str, Any]:
+    """A batch Job that lands on `pool`: its node selector, a toleration per taint, the GPU request; in
+    `namespace` (a team's) when given."""
     if pool.gpu_resource is None:
         raise ValueError(f"pool {pool.name} exposes several MIG resources; request one explicitly")
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": {"name": name, "labels": {"app.kubernetes.io/name": name}},
+        "metadata": {
+            "name": name,
+            **({"namespace": namespace} if namespace else {}),
+            "labels": {"app.kubernetes.io/name": name},
+        },
         "spec": {
             "backoffLimit": 1,
             "ttlSecondsAfterFinished": 3600,
