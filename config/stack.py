@@ -796,7 +796,7 @@ def _role_partition_problems(config: StackConfig) -> list[ConfigProblem]:
     return problems
 
 
-def used_namespaces(config: StackConfig) -> dict[str, str]:
+def _used_namespaces(config: StackConfig) -> dict[str, str]:
     """Namespace -> who uses it: the cluster's own, and those of what this configuration installs (each
     with the key that names it), so no team's namespace is shared with them."""
     used = dict.fromkeys(SYSTEM_NAMESPACES, "a namespace every Kubernetes cluster has")
@@ -832,7 +832,7 @@ def _team_problems(config: StackConfig) -> list[ConfigProblem]:
     """Team names are unique namespaces of their own; their roles have no other access entry (admins and
     automation roles are cluster-admin already, and EKS allows one entry per principal)."""
     problems = []
-    used = used_namespaces(config)
+    used = _used_namespaces(config)
     seen: dict[str, int] = {}
     cluster = config.cluster
     elsewhere = {

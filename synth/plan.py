@@ -934,22 +934,22 @@ def _recreate_collision_findings(change: Change) -> list[Finding]:
 
 
 def _retained_findings(change: Change) -> list[Finding]:
-    """A retained resource (`retain_on_delete`) outlives its removal from the program; declared anew, it
-    collides with what was left."""
+    """A retained namespace (`retain_on_delete`, the teams') outlives its removal from the program, with
+    everything in it; declared anew, it collides with what was left."""
     findings = []
     for key, step in change.of("delete"):
         old = change.old(key)
-        if not old.retain_on_delete:
+        if not old.retain_on_delete or step.type != NAMESPACE:
             continue
         name = _value(old.inputs, "metadata.name")
-        what = (
-            f"namespace {name} stays in the cluster with everything in it: workloads keep running (and "
-            "holding their GPUs), PersistentVolumeClaims keep their volumes. To remove them: `kubectl delete "
-            f"namespace {name}` (volumes of a StorageClass that reclaims Delete go with their claims)"
-            if step.type == NAMESPACE
-            else "the object stays where it is"
+        findings.append(
+            Finding(
+                f"{_where(step)}: retained (retainOnDelete), Pulumi only forgets it; namespace {name} stays "
+                "in the cluster with everything in it: workloads keep running (and holding their GPUs), "
+                "PersistentVolumeClaims keep their volumes. To remove them: `kubectl delete namespace "
+                f"{name}` (volumes of a StorageClass that reclaims Delete go with their claims)"
+            )
         )
-        findings.append(Finding(f"{_where(step)}: retained (retainOnDelete), Pulumi only forgets it; {what}"))
     for key, step in change.of("create"):
         new = change.after.resources[key]
         if new.retain_on_delete and step.type == NAMESPACE:

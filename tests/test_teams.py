@@ -174,3 +174,11 @@ def test_without_teams_nothing_is_declared_and_the_output_is_empty() -> None:
     run = run_program(config())
     assert not [r for r in run.resources if "teams" in r.urn]
     assert run.outputs["teams"] == []
+
+
+def test_the_dev_teams_quota_counts_slices_as_its_stack_file_says(dev: ProgramRun) -> None:
+    """Pulumi.dev.yaml: "8 slices = 2 physical GPUs" on the inference pool, time-sliced 4 ways."""
+    (team,) = dev.outputs["teams"]
+    (pool,) = [p for p in dev.outputs["gpuPools"] if p["kind"] == "gpu"]
+    assert (team["gpuQuota"], pool["gpuResource"], pool["slicesPerGpu"]) == (8, "nvidia.com/gpu", 4)
+    assert team["gpuQuota"] // pool["slicesPerGpu"] == 2
