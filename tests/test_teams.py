@@ -182,3 +182,18 @@ def test_the_dev_teams_quota_counts_slices_as_its_stack_file_says(dev: ProgramRu
     (pool,) = [p for p in dev.outputs["gpuPools"] if p["kind"] == "gpu"]
     assert (team["gpuQuota"], pool["gpuResource"], pool["slicesPerGpu"]) == (8, "nvidia.com/gpu", 4)
     assert team["gpuQuota"] // pool["slicesPerGpu"] == 2
+
+
+def test_the_prod_teams_quotas_are_what_its_stack_file_says_of_its_pools(prod: ProgramRun) -> None:
+    """Pulumi.prod.yaml: inference's quota is "whole GPUs: half the inference pool's cap", training's "the
+    training pool's cap"; read here from the NodePools the program declares."""
+    limits = {
+        r.inputs["metadata"]["name"]: int(r.inputs["spec"]["limits"]["nvidia.com/gpu"])
+        for r in prod.resources
+        if r.type == "kubernetes:karpenter.sh/v1:NodePool"
+    }
+    slices = {p["name"]: p["slicesPerGpu"] for p in prod.outputs["gpuPools"] if p["kind"] == "gpu"}
+    quotas = {t["name"]: t["gpuQuota"] for t in prod.outputs["teams"]}
+    assert slices["gpu-inference"] == slices["gpu-training"] == 1  # whole GPUs
+    assert quotas["inference"] * 2 == limits["gpu-inference"]
+    assert quotas["training"] == limits["gpu-training"]
