@@ -21,6 +21,7 @@ from collections.abc import Sequence
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components import MANAGED_BY
 from components.karpenter_api import NodeOverlay, NodeOverlayRequirement, NodeOverlaySpec, ObjectMeta
 from components.node_pools import POOL_LABEL, karpenter_object
 from config.gpu_operator import GpuOperatorConfig
@@ -69,9 +70,7 @@ def pool_overlays(pool: NodePoolConfig, gpu_operator: GpuOperatorConfig) -> list
     return sorted(
         (
             NodeOverlay(
-                metadata=ObjectMeta(
-                    name=name, labels={"app.kubernetes.io/managed-by": "gpu-eks", POOL_LABEL: pool.name}
-                ),
+                metadata=ObjectMeta(name=name, labels={**MANAGED_BY, POOL_LABEL: pool.name}),
                 spec=NodeOverlaySpec(
                     requirements=[
                         _requirement("karpenter.sh/nodepool", pool.name),

@@ -13,6 +13,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from components import MANAGED_BY
 from components.custom_resources import api_version_aliases
 from components.gpu_operator_values import pool_node_labels
 from components.karpenter.iam import node_role_name
@@ -183,7 +184,7 @@ def node_class(pool: NodePoolConfig, *, cluster_name: str, tags: dict[str, str])
         else None
     )
     return EC2NodeClass(
-        metadata=ObjectMeta(name=pool.name, labels={"app.kubernetes.io/managed-by": "gpu-eks"}),
+        metadata=ObjectMeta(name=pool.name, labels={**MANAGED_BY}),
         spec=EC2NodeClassSpec(
             ami_selector_terms=[AMISelectorTerm(alias=pool.ami)],
             role=node_role_name(cluster_name),
@@ -224,7 +225,7 @@ def node_pool(
     taints = [Taint.of(t.key, t.value, t.effect) for t in pool.effective_taints]
     startup_taints = [Taint.of(t.key, t.value, t.effect) for t in pool.effective_startup_taints]
     return NodePool(
-        metadata=ObjectMeta(name=pool.name, labels={"app.kubernetes.io/managed-by": "gpu-eks"}),
+        metadata=ObjectMeta(name=pool.name, labels={**MANAGED_BY}),
         spec=NodePoolSpec(
             weight=pool.weight,
             limits=limits,

@@ -10,6 +10,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components import MANAGED_BY
 from components.karpenter_api import to_manifest
 from components.node_pools import pool_objects
 from config.gpu_operator import GpuOperatorConfig
@@ -41,7 +42,7 @@ def smoke_namespace(config: SmokeTestConfig) -> dict[str, Any]:
         "kind": "Namespace",
         "metadata": {
             "name": config.namespace,
-            "labels": {"app.kubernetes.io/managed-by": "gpu-eks", **POD_SECURITY},
+            "labels": {**MANAGED_BY, **POD_SECURITY},
         },
     }
 
@@ -54,7 +55,7 @@ def smoke_network_policy(config: SmokeTestConfig) -> dict[str, Any]:
         "metadata": {
             "name": JOB_NAME,
             "namespace": config.namespace,
-            "labels": {"app.kubernetes.io/managed-by": "gpu-eks"},
+            "labels": {**MANAGED_BY},
         },
         "spec": {
             "podSelector": {"matchLabels": {"app.kubernetes.io/name": JOB_NAME}},
@@ -166,7 +167,7 @@ def smoke_job(
         "metadata": {
             "name": f"{JOB_NAME}-{digest[:DIGEST_LENGTH]}",
             "namespace": config.namespace,
-            "labels": {"app.kubernetes.io/name": JOB_NAME, "app.kubernetes.io/managed-by": "gpu-eks"},
+            "labels": {"app.kubernetes.io/name": JOB_NAME, **MANAGED_BY},
             "annotations": CHECKOV_SKIPS,
         },
         "spec": spec,

@@ -15,13 +15,13 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from components import MANAGED_BY
 from components.cluster import TEAMS_COMPONENT, Cluster, team_entry_name
 from config.teams import TeamConfig
 from facts.eks import NAMESPACE_ACCESS_POLICIES, cluster_access_policy_arn
 from facts.kubernetes import GPU_QUOTA_RESOURCE, POD_SECURITY_ENFORCE
 from facts.partitions import Partition
 
-MANAGED_BY = {"app.kubernetes.io/managed-by": "gpu-eks"}
 GPU_QUOTA_NAME = "gpu"
 """The ResourceQuota's name in each team namespace (`kubectl describe quota gpu -n <team>`)."""
 
@@ -78,7 +78,7 @@ def team_quota(team: TeamConfig) -> dict[str, Any] | None:
     return {
         "apiVersion": "v1",
         "kind": "ResourceQuota",
-        "metadata": {"name": GPU_QUOTA_NAME, "namespace": team.name, "labels": MANAGED_BY},
+        "metadata": {"name": GPU_QUOTA_NAME, "namespace": team.name, "labels": {**MANAGED_BY}},
         "spec": {"hard": {GPU_QUOTA_RESOURCE: str(team.gpu_quota)}},
     }
 

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from components import MANAGED_BY
 from components.cluster import API_PORT
 from config.gpu_node_guard import GpuNodeGuardConfig
 from config.kubernetes import MIG_PENDING_TAINT
@@ -40,7 +41,7 @@ MOUNT_PATH = "/opt/gpu-node-guard"
 SCRIPT = Path(__file__).with_name("guard.py")
 """The program the Deployment runs, shipped verbatim in the ConfigMap."""
 SELECTOR = {"app.kubernetes.io/name": NAME}
-LABELS = {**SELECTOR, "app.kubernetes.io/managed-by": "gpu-eks"}
+LABELS = {**SELECTOR, **MANAGED_BY}
 RUN_AS = 65532
 """The distroless `nonroot` user; any non-root UID works, the program writes nothing."""
 
