@@ -834,17 +834,11 @@ def _team_problems(config: StackConfig) -> list[ConfigProblem]:
     problems = []
     used = _used_namespaces(config)
     seen: dict[str, int] = {}
-    cluster = config.cluster
+    # The cluster-admin roles: the admins' and the automation roles' entries.
     elsewhere = {
-        **{arn: f"gpu-eks:cluster.adminRoleArns[{i}]" for i, arn in enumerate(cluster.admin_role_arns)},
-        **{
-            arn: config_key(("cluster", "automation", key))
-            for key, arn in (
-                ("previewRoleArn", cluster.automation.preview_role_arn),
-                ("deployRoleArn", cluster.automation.deploy_role_arn),
-            )
-            if arn is not None
-        },
+        arn: config_key(path)
+        for path, arn in _access_entry_roles(config)
+        if path[0] == "cluster" and arn is not None
     }
     for index, team in enumerate(config.teams):
         key = config_key(("teams", index, "name"))
